@@ -1,0 +1,567 @@
+#!/usr/bin/env python
+"""Standalone streaming benchmark: Headwater (`headwater run`) against the pgoutput ceiling.
+
+One throwaway PostgreSQL 15 cluster, one table ``t`` of ``--rows`` rows. For every workload:
+
+1. create the publication (once) and a source slot ``b_src`` (pgoutput) BEFORE the workload;
+2. run the workload and take the end LSN with ``pg_current_wal_insert_lsn()``;
+3. per consumer and repeat, copy the slot (``pg_copy_logical_replication_slot('b_src', …)``) and
+   consume the copy, so every consumer decodes exactly the same WAL:
+
+   * ceiling: a minimal psycopg2 ``LogicalReplicationConnection`` client that only counts pgoutput
+     messages (proto_version 1) until the Commit whose end LSN >= the end LSN;
+   * headwater: ``headwater run application.properties`` (jsonl sink) as a subprocess, timed from
+     process start until the jsonl file holds one line per changed row; then SIGTERM.
+
+Workloads: ``big`` (one UPDATE of every row), ``small`` (pgbench, transactions of 10 rows),
+``memory`` (Headwater's peak RSS for one UPDATE of rows/10 rows vs of all rows).
+
+Run ``.venv/bin/python bench/standalone_stream.py --help``; see bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import select
+import shutil
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import psycopg2.extras
+
+from headwater.embedded.postgres import ThrowawayPostgres, drop_replication_slot
+
+DB = "bench"
+PUB = "b_pub"
+SRC_SLOT = "b_src"
+TARGET_RATIO = 0.40  # headwater rows/s ÷ ceiling rows/s, on big and small
+MEMORY_TOLERANCE = 0.20  # peak RSS at rows/10 and at rows within 20 % of each other
+SETTINGS = {
+    "logical_decoding_work_mem": "64MB",
+    "max_wal_size": "4GB",
+    "min_wal_size": "1GB",
+    "checkpoint_timeout": "30min",
+    "autovacuum": "off",  # explicit VACUUM between workloads, never during a measurement
+    "log_min_messages": "warning",
+}
+# pgoutput message types (first payload byte)
+_B, _C, _I, _U, _D = b"B"[0], b"C"[0], b"I"[0], b"U"[0], b"D"[0]
+
+PROPERTIES = """\
+debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector
+debezium.source.database.hostname={host}
+debezium.source.database.port={port}
+debezium.source.database.user=postgres
+debezium.source.database.dbname={db}
+debezium.source.topic.prefix=bench
+debezium.source.plugin.name=pgoutput
+debezium.source.slot.name={slot}
+debezium.source.publication.name={pub}
+debezium.source.publication.autocreate.mode=filtered
+debezium.source.table.include.list=public.t
+debezium.source.snapshot.mode=no_data
+debezium.source.offset.storage.file.filename={dir}/offsets.json
+debezium.source.offset.flush.interval.ms=1000
+debezium.format.key=json
+debezium.format.value=json
+debezium.sink.type=jsonl
+debezium.sink.jsonl.path={dir}/out.jsonl
+"""
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass
+class Run:
+    consumer: str  # "ceiling" | "headwater"
+    rows: int  # changes received (ceiling: I/U/D messages; headwater: jsonl lines)
+    elapsed_s: float  # start (connect / process start) until the last change arrived
+    first_s: float | None  # start until the first change (ceiling) / first jsonl line (headwater)
+    startup_s: float | None = None  # headwater: process start until its slot became active
+    peak_rss_mib: float | None = None  # headwater: ru_maxrss of the process (whole life)
+    hwm_at_done_mib: float | None = None  # headwater: VmHWM when the last line arrived
+    exit_code: int | None = None
+    messages: dict[str, int] = field(default_factory=dict)  # ceiling: count per pgoutput type
+    error: str | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def rate_after_first(self) -> float | None:
+        if self.first_s is None or self.elapsed_s <= self.first_s:
+            return None
+        return self.rows / (self.elapsed_s - self.first_s)
+
+
+@dataclass
+class Segment:
+    """One workload's WAL, between the creation of b_src and the end LSN."""
+
+    name: str
+    rows: int  # expected changed rows
+    transactions: int
+    workload_s: float
+    wal_bytes: int
+    end_lsn: str
+    runs: list[Run] = field(default_factory=list)
+
+    def ok_runs(self, consumer: str) -> list[Run]:
+        return [r for r in self.runs if r.consumer == consumer and r.error is None]
+
+    def median(self, consumer: str, attr: str) -> float | None:
+        values = [v for r in self.ok_runs(consumer) if (v := getattr(r, attr)) is not None]
+        return statistics.median(values) if values else None
+
+
+# --------------------------------------------------------------------------------------------------
+# Cluster, table, workloads
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.pg = ThrowawayPostgres(settings=SETTINGS, keep=args.keep)
+        self.work = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
+        self.conn: Any = None
+        self.copies = 0
+        self.headwater = args.headwater
+
+    def start(self) -> None:
+        t = time.monotonic()
+        self.pg.start()
+        self.pg.create_database(DB)
+        self.conn = self.pg.connect(DB)
+        log(f"cluster {self.pg.host}:{self.pg.port} at {self.pg.root_dir} ({time.monotonic() - t:.1f} s); "
+            f"work dir {self.work}")
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                self.conn.close()
+        self.pg.stop()
+        if self.args.keep:
+            log(f"kept cluster {self.pg.root_dir if self.pg.root_dir else '(gone)'} and work dir {self.work}")
+        else:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+    def sql(self, statement: str, params: tuple[Any, ...] = ()) -> Any:
+        with self.conn.cursor() as cur:
+            cur.execute(statement, params or None)
+            return cur.fetchone() if cur.description else None
+
+    def load(self, rows: int) -> None:
+        t = time.monotonic()
+        self.sql("CREATE TABLE t(id int PRIMARY KEY, name text, amount numeric(12,2), ts timestamptz, flag bool, "
+                 "doc jsonb)")
+        self.sql(
+            "INSERT INTO t SELECT g, 'name-' || g, (g %% 100000) / 100.0, "
+            "timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second', g %% 2 = 0, "
+            "jsonb_build_object('id', g, 'tag', 'tag-' || (g %% 100), 'vals', jsonb_build_array(g %% 7, g %% 11)) "
+            "FROM generate_series(1, %s) g", (rows,))
+        self.sql(f"CREATE PUBLICATION {PUB} FOR TABLE public.t")
+        self.sql("VACUUM ANALYZE t")
+        self.sql("CHECKPOINT")
+        size = self.sql("SELECT pg_total_relation_size('t')")[0]
+        log(f"loaded {rows:,} rows ({size / 2**20:.0f} MiB with index) in {time.monotonic() - t:.1f} s")
+
+    def begin_segment(self) -> str:
+        """Fresh source slot before the workload; returns its start LSN."""
+        drop_replication_slot(self.conn, SRC_SLOT)
+        self.sql("VACUUM t")
+        self.sql("CHECKPOINT")
+        return self.sql("SELECT lsn::text FROM pg_create_logical_replication_slot(%s, 'pgoutput')", (SRC_SLOT,))[0]
+
+    def end_segment(self, name: str, start_lsn: str, rows: int, transactions: int, workload_s: float) -> Segment:
+        end_lsn = self.sql("SELECT pg_current_wal_insert_lsn()::text")[0]
+        wal = int(self.sql("SELECT pg_wal_lsn_diff(%s, %s)", (end_lsn, start_lsn))[0])
+        log(f"{name}: {transactions:,} transaction(s), {rows:,} rows in {workload_s:.1f} s, "
+            f"{wal / 2**20:.0f} MiB WAL, end LSN {end_lsn}")
+        return Segment(name, rows, transactions, workload_s, wal, end_lsn)
+
+    def update_all(self, name: str, limit: int | None = None) -> Segment:
+        start = self.begin_segment()
+        t = time.monotonic()
+        if limit is None:
+            self.sql("UPDATE t SET amount = amount + 1")
+            rows = self.args.rows
+        else:
+            self.sql("UPDATE t SET amount = amount + 1 WHERE id <= %s", (limit,))
+            rows = limit
+        return self.end_segment(name, start, rows, 1, time.monotonic() - t)
+
+    def pgbench(self, name: str, rows: int, transactions: int) -> Segment:
+        script = self.work / "small.sql"
+        script.write_text(f"\\set a random(1, {rows - 9})\n"
+                          "UPDATE t SET amount = amount + 1 WHERE id BETWEEN :a AND :a + 9;\n")
+        per_client = transactions // 2
+        cmd = [str(self.pg.bin_dir / "pgbench"), "-n", "-c", "2", "-j", "2", "-t", str(per_client), "-f", str(script),
+               "-h", self.pg.host, "-p", str(self.pg.port), "-U", "postgres", DB]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        start = self.begin_segment()
+        t = time.monotonic()
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
+        elapsed = time.monotonic() - t
+        if res.returncode != 0:
+            raise RuntimeError(f"pgbench failed (exit {res.returncode}):\n{res.stdout}\n{res.stderr}")
+        return self.end_segment(name, start, per_client * 2 * 10, per_client * 2, elapsed)
+
+    # -- consumers -------------------------------------------------------------------------------
+    def copy_slot(self, tag: str) -> str:
+        self.copies += 1
+        name = f"b_{self.copies}_{tag}"
+        self.sql("SELECT pg_copy_logical_replication_slot(%s, %s, false, 'pgoutput')", (SRC_SLOT, name))
+        return name
+
+    def ceiling(self, seg: Segment) -> Run:
+        slot = self.copy_slot("ceiling")
+        target = _lsn(seg.end_lsn)
+        counts: dict[int, int] = {}
+        first: float | None = None
+        t0 = time.monotonic()
+        deadline = t0 + self.args.timeout
+        conn = self.pg.connect(DB, connection_factory=psycopg2.extras.LogicalReplicationConnection)
+        error = None
+        try:
+            cur = conn.cursor()
+            cur.start_replication(slot_name=slot, decode=False,
+                                  options={"proto_version": "1", "publication_names": PUB})
+            last_fb = time.monotonic()
+            while True:
+                m = cur.read_message()
+                if m is None:
+                    if time.monotonic() > deadline:
+                        error = f"timeout after {self.args.timeout} s"
+                        break
+                    select.select([cur], [], [], 1.0)
+                    continue
+                p = m.payload
+                counts[p[0]] = counts.get(p[0], 0) + 1
+                if first is None and p[0] in (_I, _U, _D):
+                    first = time.monotonic() - t0
+                if time.monotonic() - last_fb > 5:
+                    cur.send_feedback(flush_lsn=m.data_start)
+                    last_fb = time.monotonic()
+                if p[0] == _C and struct.unpack_from("!Q", p, 10)[0] >= target:
+                    cur.send_feedback(flush_lsn=m.data_start, reply=True)
+                    break
+            elapsed = time.monotonic() - t0
+        finally:
+            conn.close()
+            drop_replication_slot(self.conn, slot)
+        changes = counts.get(_I, 0) + counts.get(_U, 0) + counts.get(_D, 0)
+        if error is None and changes != seg.rows:
+            error = f"received {changes:,} changes, expected {seg.rows:,}"
+        return Run("ceiling", changes, elapsed, first, messages={chr(k): v for k, v in sorted(counts.items())},
+                   error=error)
+
+    def headwater_run(self, seg: Segment) -> Run:
+        slot = self.copy_slot("hw")
+        rundir = self.work / f"{seg.name}-{self.copies}"
+        rundir.mkdir()
+        props = rundir / "application.properties"
+        props.write_text(PROPERTIES.format(host=self.pg.host, port=self.pg.port, db=DB, slot=slot, pub=PUB,
+                                           dir=rundir))
+        out = rundir / "out.jsonl"
+        logfile = (rundir / "headwater.log").open("wb")
+        counter = LineCounter(out)
+        first = startup = hwm = None
+        error = None
+        t0 = time.monotonic()
+        proc = subprocess.Popen([self.headwater, "run", str(props)], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=logfile)
+        try:
+            deadline = t0 + self.args.timeout
+            while True:
+                lines = counter.poll()
+                now = time.monotonic()
+                if first is None and lines > 0:
+                    first = now - t0
+                if lines >= seg.rows:
+                    elapsed = now - t0
+                    hwm = _vm_hwm_mib(proc.pid)
+                    break
+                if startup is None and _slot_active(self.conn, slot):
+                    startup = time.monotonic() - t0
+                if proc.poll() is not None:
+                    elapsed = now - t0
+                    error = f"headwater exited with {proc.returncode} after {lines:,} of {seg.rows:,} lines"
+                    break
+                if now > deadline:
+                    elapsed = now - t0
+                    error = f"timeout after {self.args.timeout} s with {lines:,} of {seg.rows:,} lines"
+                    break
+                time.sleep(0.02)
+            code, rss = _terminate(proc)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                proc.wait()
+            logfile.close()
+            drop_replication_slot(self.conn, slot)
+        lines = counter.poll()  # the final drain on SIGTERM may add nothing, or duplicates would show here
+        if error is None and lines != seg.rows:
+            error = f"{lines:,} lines after exit, expected {seg.rows:,}"
+        if error is None and code != 0:
+            error = f"headwater exited with {code} after SIGTERM"
+        if error is not None:
+            tail = (rundir / "headwater.log").read_text(errors="replace").splitlines()[-15:]
+            error += "\n    " + "\n    ".join(tail)
+        if not self.args.keep_output:
+            out.unlink(missing_ok=True)
+        return Run("headwater", lines, elapsed, first, startup_s=startup, peak_rss_mib=rss, hwm_at_done_mib=hwm,
+                   exit_code=code, error=error)
+
+    def measure(self, seg: Segment, *, ceiling: bool = True) -> Segment:
+        for i in range(self.args.repeat):
+            if ceiling and "ceiling" in self.args.consumer_list:
+                r = self.ceiling(seg)
+                seg.runs.append(r)
+                log(f"{seg.name} #{i + 1} ceiling:   {r.elapsed_s:6.2f} s  {r.rate:>9,.0f} rows/s"
+                    + (f"  ERROR {r.error}" if r.error else ""))
+            if "headwater" not in self.args.consumer_list:
+                continue
+            r = self.headwater_run(seg)
+            seg.runs.append(r)
+            after = f"{r.rate_after_first:,.0f}" if r.rate_after_first else "-"
+            log(f"{seg.name} #{i + 1} headwater: {r.elapsed_s:6.2f} s  {r.rate:>9,.0f} rows/s "
+                f"(after first line {after} rows/s, start-up {_fmt(r.startup_s, '.2f')} s), "
+                f"peak RSS {_fmt(r.peak_rss_mib, '.0f')} MiB" + (f"  ERROR {r.error}" if r.error else ""))
+        return seg
+
+
+class LineCounter:
+    """Counts newlines in a growing file incrementally (reads only what was appended)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.lines = 0
+        self._f: Any = None
+
+    def poll(self) -> int:
+        if self._f is None:
+            try:
+                self._f = self.path.open("rb")
+            except FileNotFoundError:
+                return 0
+        size = os.fstat(self._f.fileno()).st_size
+        while self.offset < size:
+            chunk = self._f.read(min(size - self.offset, 8 << 20))
+            if not chunk:
+                break
+            self.offset += len(chunk)
+            self.lines += chunk.count(b"\n")
+        return self.lines
+
+    def __del__(self) -> None:
+        if self._f is not None:
+            self._f.close()
+
+
+def _lsn(text: str) -> int:
+    hi, lo = text.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def _slot_active(conn: Any, slot: str) -> bool:
+    with conn.cursor() as cur:
+        cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+        row = cur.fetchone()
+    return bool(row and row[0])
+
+
+def _vm_hwm_mib(pid: int) -> float | None:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return None
+
+
+def _terminate(proc: subprocess.Popen[bytes], grace: float = 60.0) -> tuple[int | None, float | None]:
+    """SIGTERM, reap with wait4 (for this child's own ru_maxrss); SIGKILL after `grace` seconds."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while True:
+        try:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:  # already reaped by proc.poll(); no rusage then
+            return proc.returncode, None
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_maxrss / 1024  # KiB on Linux
+        if time.monotonic() > deadline:
+            proc.kill()
+            deadline = float("inf")
+        time.sleep(0.05)
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+# --------------------------------------------------------------------------------------------------
+# Report
+
+
+def report(segments: list[Segment], memory: tuple[Segment, Segment] | None, workloads: list[str]) -> dict[str, Any]:
+    header = (f"{'workload':<16} {'rows':>10} {'WAL MiB':>8} {'ceiling rows/s':>15} {'headwater rows/s':>17} "
+              f"{'ratio':>6} {'hw after 1st line':>18} {'start-up s':>10} {'peak RSS MiB':>13}")
+    print()
+    print(header)
+    print("-" * len(header))
+    verdicts: list[tuple[str, bool, str]] = []
+    for seg in segments:
+        ceil = seg.median("ceiling", "rate")
+        hw = seg.median("headwater", "rate")
+        after = seg.median("headwater", "rate_after_first")
+        ratio = hw / ceil if hw and ceil else None
+        failed = [r for r in seg.runs if r.error]
+        print(f"{seg.name:<16} {seg.rows:>10,} {seg.wal_bytes / 2**20:>8.0f} {_fmt(ceil, ',.0f'):>15} "
+              f"{_fmt(hw, ',.0f'):>17} {_fmt(ratio, '.2f'):>6} {_fmt(after, ',.0f'):>18} "
+              f"{_fmt(seg.median('headwater', 'startup_s'), '.2f'):>10} "
+              f"{_fmt(seg.median('headwater', 'peak_rss_mib'), ',.0f'):>13}"
+              + (f"  ({len(failed)} failed run(s))" if failed else ""))
+        if seg.name in ("big", "small"):
+            ok = ratio is not None and ratio >= TARGET_RATIO and not failed
+            verdicts.append((seg.name, ok, f"ratio {_fmt(ratio, '.2f')} (target >= {TARGET_RATIO:.2f})"))
+    if memory is not None:
+        low, high = (m.median("headwater", "peak_rss_mib") for m in memory)
+        failed = any(r.error for m in memory for r in m.runs if r.consumer == "headwater")
+        if low and high:
+            spread = abs(high - low) / min(low, high)
+            ok = spread <= MEMORY_TOLERANCE and not failed
+            detail = (f"peak RSS {low:,.0f} MiB at {memory[0].rows:,} rows vs {high:,.0f} MiB at "
+                      f"{memory[1].rows:,} rows: {spread:+.0%} (target within {MEMORY_TOLERANCE:.0%})")
+        else:
+            ok, detail = False, "peak RSS not measured"
+        verdicts.append(("memory", ok, detail))
+    print()
+    for name, ok, detail in verdicts:
+        print(f"  {name:<7} {'PASS' if ok else 'FAIL'}  {detail}")
+    for seg in segments:
+        for r in seg.runs:
+            if r.error:
+                print(f"  error in {seg.name} {r.consumer}: {r.error}")
+    overall = bool(verdicts) and all(ok for _, ok, _ in verdicts)
+    checks = "; ".join(f"{n} {'ok' if ok else 'FAILED'}" for n, ok, _ in verdicts)
+    print(f"\n{'PASS' if overall else 'FAIL'}: {checks}")
+    return {"verdicts": [{"check": n, "pass": ok, "detail": d} for n, ok, d in verdicts], "pass": overall}
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    default_hw = Path(sys.executable).with_name("headwater")
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter,
+                                epilog="Targets: headwater/ceiling >= 0.40 on big and small; memory peaks within 20%.")
+    p.add_argument("--rows", type=int, default=None, help="table rows = rows changed by big (default 1,000,000)")
+    p.add_argument("--transactions", type=int, default=None,
+                   help="small: pgbench transactions of 10 rows (default 100,000; must be even)")
+    p.add_argument("--workload", default="big,small,memory", help="comma list of big, small, memory")
+    p.add_argument("--repeat", type=int, default=1, help="runs per consumer and workload; medians are reported")
+    p.add_argument("--quick", action="store_true", help="smoke run: 100,000 rows, 10,000 small transactions")
+    p.add_argument("--keep", action="store_true", help="keep the cluster and the work dir (configs, logs)")
+    p.add_argument("--keep-output", action="store_true", help="also keep each run's out.jsonl (GBs at 1M rows)")
+    p.add_argument("--json", metavar="OUT", help="write all measurements as JSON")
+    p.add_argument("--timeout", type=float, default=600, help="seconds per consumer run (default 600)")
+    p.add_argument("--consumers", default="ceiling,headwater", help="comma list of ceiling, headwater")
+    p.add_argument("--headwater", default=str(default_hw), help=f"the headwater executable (default {default_hw})")
+    args = p.parse_args(argv)
+    args.rows = args.rows or (100_000 if args.quick else 1_000_000)
+    args.transactions = args.transactions or (10_000 if args.quick else 100_000)
+    args.workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
+    unknown = set(args.workloads) - {"big", "small", "memory"}
+    if unknown:
+        p.error(f"unknown workload(s): {', '.join(sorted(unknown))}")
+    args.consumer_list = [c.strip() for c in args.consumers.split(",") if c.strip()]
+    if set(args.consumer_list) - {"ceiling", "headwater"}:
+        p.error("--consumers takes ceiling and/or headwater")
+    if args.rows < 100 or args.rows % 10:
+        p.error("--rows must be a multiple of 10, at least 100")
+    if args.transactions < 2 or args.transactions % 2:
+        p.error("--transactions must be even (two pgbench clients)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not os.access(args.headwater, os.X_OK):
+        print(f"headwater executable not found: {args.headwater}", file=sys.stderr)
+        return 2
+    t_start = time.monotonic()
+    bench = Bench(args)
+    segments: list[Segment] = []
+    memory: tuple[Segment, Segment] | None = None
+    try:
+        bench.start()
+        bench.load(args.rows)
+        low: Segment | None = None
+        for w in args.workloads:
+            if w == "big":
+                segments.append(bench.measure(bench.update_all("big")))
+            elif w == "small":
+                segments.append(bench.measure(bench.pgbench("small", args.rows, args.transactions)))
+            elif w == "memory":
+                low = bench.update_all(f"memory-{_short(args.rows // 10)}", args.rows // 10)
+                segments.append(bench.measure(low, ceiling=False))
+        if low is not None:
+            # the high side is the big workload's Headwater run (same UPDATE of all rows), else its own run
+            high = next((s for s in segments if s.name == "big"), None)
+            if high is None:
+                high = bench.measure(bench.update_all(f"memory-{_short(args.rows)}"), ceiling=False)
+                segments.append(high)
+            memory = (low, high)
+    finally:
+        bench.close()
+    total = time.monotonic() - t_start
+    summary = report(segments, memory, args.workloads)
+    print(f"total {total:.0f} s on {os.cpu_count()} cores (load average at end {os.getloadavg()[0]:.1f})")
+    if args.json:
+        doc = {
+            "args": {k: v for k, v in vars(args).items() if k not in ("workloads", "consumer_list")},
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+            "settings": SETTINGS,
+            "total_s": total,
+            "segments": [
+                {**{k: v for k, v in asdict(s).items() if k != "runs"},
+                 "runs": [{**asdict(r), "rate": r.rate, "rate_after_first": r.rate_after_first} for r in s.runs]}
+                for s in segments
+            ],
+            **summary,
+        }
+        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0 if summary["pass"] else 1
+
+
+def _short(n: int) -> str:
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""`headwater` command line: run, validate, demo, docs."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from headwater import __version__
+
+log = logging.getLogger("headwater")
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_CONFIG = 2
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _install_signal_handlers(stop: threading.Event) -> None:
+    def handler(signum: int, _frame: object) -> None:
+        if stop.is_set():
+            return
+        log.info("received %s; draining, writing and acknowledging before exit", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"headwater: error: {message}\n")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from headwater import config as cfg
+    from headwater.engine.connector import ConnectorError
+    from headwater.engine.offsets import OffsetStoreError
+    from headwater.standalone import build_engine
+
+    try:
+        config = cfg.load(args.config, overrides=args.set or ())
+    except cfg.ConfigError as exc:
+        _error(str(exc))
+        return EXIT_CONFIG
+    for warning in config.warnings:
+        log.warning("%s", warning)
+    stop = threading.Event()
+    _install_signal_handlers(stop)
+    try:
+        engine = build_engine(config)
+        engine.run(stop)
+    except cfg.ConfigError as exc:
+        _error(str(exc))
+        return EXIT_CONFIG
+    except (ConnectorError, OffsetStoreError) as exc:
+        _error(str(exc))
+        return EXIT_FAILURE
+    log.info("stopped after %d records", engine.stats.records)
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from headwater import config as cfg
+
+    try:
+        config = cfg.load(args.config, overrides=args.set or ())
+    except cfg.ConfigError as exc:
+        _error(str(exc))
+        return EXIT_CONFIG
+    for warning in config.warnings:
+        sys.stderr.write(f"headwater: warning: {warning}\n")
+    print(f"{args.config}: valid {config.connector_key} configuration (sink: {config.sink_type or 'stdout'})")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from headwater.cli.demo import run_demo
+
+    return run_demo(duration=args.duration, rate=args.rate, workdir=args.workdir)
+
+
+def cmd_docs(_args: argparse.Namespace) -> int:
+    from headwater.config.docs import render_markdown
+
+    sys.stdout.write(render_markdown())
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="headwater", description="Change data capture with Debezium's events.")
+    parser.add_argument("--version", action="version", version=f"headwater {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="capture changes until stopped (SIGTERM/SIGINT stop cleanly)")
+    run.add_argument("config", help=".properties, Kafka Connect JSON, YAML or Debezium Server application.properties")
+    run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a property (repeatable)")
+    run.set_defaults(func=cmd_run)
+
+    validate = sub.add_parser("validate", help="check a configuration without connecting")
+    validate.add_argument("config")
+    validate.add_argument("--set", action="append", metavar="KEY=VALUE")
+    validate.set_defaults(func=cmd_validate)
+
+    demo = sub.add_parser("demo", help="throwaway PostgreSQL with sample data, captured live")
+    demo.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    demo.add_argument("--rate", type=float, default=20.0, help="generated transactions per second")
+    demo.add_argument("--workdir", default=None, help="where outputs go (default .headwater/demo)")
+    demo.set_defaults(func=cmd_demo)
+
+    docs = sub.add_parser("docs", help="print the configuration reference (Markdown)")
+    docs.set_defaults(func=cmd_docs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _setup_logging(args.verbose)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

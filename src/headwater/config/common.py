@@ -1,0 +1,611 @@
+"""Connector-independent (engine-level) properties, with Debezium's names and defaults.
+
+Sources: spec/postgresql.md §10, §11.1-§11.4 (CommonConnectorConfig and the embedded engine) and
+§16 (Kafka-Connect-only properties, accepted with a warning).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from headwater.config.fields import (
+    DynamicField,
+    Field,
+    FieldSet,
+    Report,
+    at_least,
+    list_items_in,
+    non_empty,
+    non_negative,
+    positive_int,
+)
+from headwater.config.fields import FieldType as T
+
+if TYPE_CHECKING:
+    from headwater.config.configuration import Configuration
+
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+FILE_OFFSET_STORE = "org.apache.kafka.connect.storage.FileOffsetBackingStore"
+MEMORY_OFFSET_STORE = "org.apache.kafka.connect.storage.MemoryOffsetBackingStore"
+
+_TOPIC_PREFIX_RE = re.compile(r"[A-Za-z0-9._-]+")
+_METRIC_TAG_RE = re.compile(r"[^=,\s][^=,]*=[^=,]*")
+
+
+def _topic_prefix_valid(value: Any) -> str | None:
+    if not value:
+        return "must not be empty"
+    if not _TOPIC_PREFIX_RE.fullmatch(value):
+        return "may contain only letters, digits, '-', '.' and '_'"
+    return None
+
+
+def _json_converter_only(value: Any) -> str | None:
+    if value in (JSON_CONVERTER, "json"):
+        return None
+    return f"only {JSON_CONVERTER} is supported (Headwater emits Debezium's JSON)"
+
+
+def _offset_store_valid(value: Any) -> str | None:
+    if value in (FILE_OFFSET_STORE, MEMORY_OFFSET_STORE):
+        return None
+    return f"supported offset stores are {FILE_OFFSET_STORE} and {MEMORY_OFFSET_STORE}"
+
+
+def _metric_tags_valid(value: Any) -> str | None:
+    items = [p.strip() for p in value.split(",") if p.strip()]
+    if all(_METRIC_TAG_RE.fullmatch(p) for p in items):
+        return None
+    return "expected comma-separated key=value pairs, e.g. k1=v1,k2=v2"
+
+
+def _ignored(name: str, reason: str, ftype: T = T.STRING, group: str = "kafka-connect", doc: str = "") -> Field:
+    return Field(name, ftype, doc=doc, group=group, ignored_reason=reason)
+
+
+_SMT = "Kafka Connect single message transforms are not run; transform events downstream (e.g. in Spark)"
+_CONNECT_ERRORS = (
+    "Kafka Connect error handling for converters and transforms; Headwater uses "
+    "event.processing.failure.handling.mode and errors.max.retries"
+)
+_CONNECT_OFFSETS = "Kafka-based offset storage is not used; Headwater keeps offsets in a file or the Spark checkpoint"
+_NO_REGISTRY = "no schema registry is used: Headwater's converter is Debezium's JSON"
+_EOS = "Kafka Connect exactly-once source support; Headwater delivers at-least-once to idempotent sinks"
+
+
+# -------------------------------------------------------------------------------------------
+# cross-field checks
+
+
+def _check_queue(cfg: Configuration, report: Report) -> None:
+    if not report.valid("max.queue.size", "max.batch.size"):
+        return
+    queue, batch = cfg.get("max.queue.size"), cfg.get("max.batch.size")
+    if queue <= batch:
+        report.error(
+            f"invalid value '{queue}' for property 'max.queue.size': must be greater than max.batch.size ({batch})"
+        )
+
+
+def _check_converters(cfg: Configuration, report: Report) -> None:
+    for name in cfg.get("converters") or []:
+        if not cfg.get(f"{name}.type", None):
+            report.error(
+                f"missing required property '{name}.type': the implementation of custom converter "
+                f"'{name}' (listed in 'converters')"
+            )
+
+
+def _check_notification_sink(cfg: Configuration, report: Report) -> None:
+    channels = [c.lower() for c in cfg.get("notification.enabled.channels") or []]
+    if "sink" in channels and not cfg.get("notification.sink.topic.name"):
+        report.error(
+            "missing required property 'notification.sink.topic.name': required when "
+            "notification.enabled.channels includes 'sink'"
+        )
+
+
+def _check_retry_delays(cfg: Configuration, report: Report) -> None:
+    if not report.valid("errors.retry.delay.initial.ms", "errors.retry.delay.max.ms"):
+        return
+    lo, hi = cfg.get("errors.retry.delay.initial.ms"), cfg.get("errors.retry.delay.max.ms")
+    if hi < lo:
+        report.error(
+            f"invalid value '{hi}' for property 'errors.retry.delay.max.ms': must be >= "
+            f"errors.retry.delay.initial.ms ({lo})"
+        )
+
+
+# -------------------------------------------------------------------------------------------
+
+COMMON_FIELDS = FieldSet(
+    # --- identity / engine
+    Field(
+        "name",
+        T.STRING,
+        "headwater",
+        group="engine",
+        validator=non_empty,
+        doc="Unique name of this connector instance. It keys the offset store and appears in the "
+        "record headers. Kafka Connect requires it; Headwater defaults it.",
+    ),
+    Field(
+        "connector.class",
+        T.CLASS,
+        required=True,
+        group="engine",
+        doc="The connector to run, e.g. io.debezium.connector.postgresql.PostgresConnector "
+        "(or its short key, postgresql).",
+    ),
+    Field(
+        "tasks.max",
+        T.INT,
+        1,
+        group="engine",
+        validator=positive_int,
+        doc="Maximum number of tasks. The PostgreSQL connector always uses one task.",
+        ignored_reason="Headwater runs one ordered reader per connector, as Debezium's PostgreSQL connector does",
+    ),
+    # --- topics
+    Field(
+        "topic.prefix",
+        T.STRING,
+        required=True,
+        group="topics",
+        validator=_topic_prefix_valid,
+        deprecated_names=("database.server.name",),
+        doc="Namespace for all topics and schema names; must be unique across connectors. Only "
+        "letters, digits, '-', '.' and '_'. Do not change it: a restarted connector would write to new topics.",
+    ),
+    Field(
+        "topic.delimiter",
+        T.STRING,
+        ".",
+        group="topics",
+        validator=non_empty,
+        doc="Delimiter between the parts of a topic name.",
+    ),
+    Field(
+        "topic.transaction",
+        T.STRING,
+        "transaction",
+        group="topics",
+        validator=non_empty,
+        doc="Suffix of the transaction metadata topic: <topic.prefix>.<topic.transaction>.",
+    ),
+    Field(
+        "topic.heartbeat.prefix",
+        T.STRING,
+        "__debezium-heartbeat",
+        group="topics",
+        validator=non_empty,
+        doc="Prefix of the heartbeat topic: <topic.heartbeat.prefix>.<topic.prefix>.",
+    ),
+    Field(
+        "topic.naming.strategy",
+        T.CLASS,
+        "io.debezium.schema.SchemaTopicNamingStrategy",
+        group="topics",
+        doc="Strategy that names the data, transaction and heartbeat topics (Debezium class name or "
+        "a registered Headwater strategy name).",
+    ),
+    Field(
+        "topic.cache.size",
+        T.INT,
+        10000,
+        group="topics",
+        validator=positive_int,
+        doc="Size of the bounded table-to-topic-name cache.",
+    ),
+    # --- events
+    Field(
+        "provide.transaction.metadata",
+        T.BOOLEAN,
+        False,
+        group="events",
+        doc="Emit BEGIN/END transaction events and add the 'transaction' block to data events.",
+    ),
+    Field(
+        "tombstones.on.delete",
+        T.BOOLEAN,
+        True,
+        group="events",
+        doc="Emit a tombstone (null value) after each delete event.",
+    ),
+    Field(
+        "skipped.operations",
+        T.LIST,
+        ["t"],
+        group="events",
+        validator=list_items_in(("c", "u", "d", "t", "none"), exclusive="none"),
+        doc="Operations not emitted during streaming: c (inserts), u (updates), d (deletes), "
+        "t (truncates), or none. The default skips truncates.",
+    ),
+    Field(
+        "schema.name.adjustment.mode",
+        T.ENUM,
+        "none",
+        allowed=("none", "avro", "avro_unicode"),
+        group="events",
+        doc="How schema names are adjusted: none, avro (replace characters invalid in Avro names "
+        "with _), or avro_unicode (replace _ and invalid characters with _uxxxx).",
+    ),
+    Field(
+        "field.name.adjustment.mode",
+        T.ENUM,
+        "none",
+        allowed=("none", "avro", "avro_unicode"),
+        group="events",
+        doc="How field names are adjusted: none, avro or avro_unicode (as schema.name.adjustment.mode).",
+    ),
+    Field(
+        "converters",
+        T.LIST,
+        [],
+        group="events",
+        names_prefixes=True,
+        default_doc="none",
+        doc="Symbolic names of custom value converters. Each needs <name>.type (the implementation) "
+        "and may take <name>.<param> settings.",
+    ),
+    # --- converters
+    Field(
+        "key.converter",
+        T.CLASS,
+        JSON_CONVERTER,
+        group="converter",
+        validator=_json_converter_only,
+        doc="Converter of record keys; only the JSON converter is supported.",
+    ),
+    Field(
+        "value.converter",
+        T.CLASS,
+        JSON_CONVERTER,
+        group="converter",
+        validator=_json_converter_only,
+        doc="Converter of record values; only the JSON converter is supported.",
+    ),
+    Field(
+        "header.converter",
+        T.CLASS,
+        JSON_CONVERTER,
+        group="converter",
+        validator=_json_converter_only,
+        doc="Converter of record headers; only the JSON converter is supported.",
+    ),
+    Field(
+        "key.converter.schemas.enable",
+        T.BOOLEAN,
+        True,
+        group="converter",
+        doc='Include the schema with each key ({"schema":…, "payload":…}).',
+    ),
+    Field(
+        "value.converter.schemas.enable",
+        T.BOOLEAN,
+        True,
+        group="converter",
+        doc='Include the schema with each value ({"schema":…, "payload":…}).',
+    ),
+    Field(
+        "header.converter.schemas.enable",
+        T.BOOLEAN,
+        True,
+        group="converter",
+        doc="Include the schema with each header value.",
+    ),
+    Field(
+        "key.converter.replace.null.with.default",
+        T.BOOLEAN,
+        True,
+        group="converter",
+        doc="Write a field's schema default instead of null when the key field is null.",
+    ),
+    Field(
+        "value.converter.replace.null.with.default",
+        T.BOOLEAN,
+        True,
+        group="converter",
+        doc="Write a field's schema default instead of null when the value field is null.",
+    ),
+    Field(
+        "key.converter.decimal.format",
+        T.ENUM,
+        "base64",
+        allowed=("base64", "numeric"),
+        group="converter",
+        doc="JSON rendering of Decimal values in keys: base64 (bytes) or numeric.",
+    ),
+    Field(
+        "value.converter.decimal.format",
+        T.ENUM,
+        "base64",
+        allowed=("base64", "numeric"),
+        group="converter",
+        doc="JSON rendering of Decimal values in values: base64 (bytes) or numeric.",
+    ),
+    # --- queue
+    Field(
+        "max.batch.size",
+        T.INT,
+        2048,
+        group="queue",
+        validator=positive_int,
+        doc="Maximum number of events in one processed batch.",
+    ),
+    Field(
+        "max.queue.size",
+        T.INT,
+        8192,
+        group="queue",
+        validator=positive_int,
+        doc="Maximum number of records in the blocking queue between reader and consumer; must be "
+        "greater than max.batch.size.",
+    ),
+    Field(
+        "max.queue.size.in.bytes",
+        T.LONG,
+        0,
+        group="queue",
+        validator=non_negative,
+        doc="Maximum queue volume in bytes (0 = no limit); whichever queue limit is hit first blocks the reader.",
+    ),
+    Field(
+        "poll.interval.ms",
+        T.LONG,
+        500,
+        group="queue",
+        validator=positive_int,
+        doc="How long to wait for new events before processing a batch.",
+    ),
+    # --- offsets
+    Field(
+        "offset.storage",
+        T.CLASS,
+        FILE_OFFSET_STORE,
+        group="offsets",
+        validator=_offset_store_valid,
+        doc="Where the standalone runner keeps offsets: a file or memory (Spark uses its checkpoint).",
+    ),
+    Field(
+        "offset.storage.file.filename",
+        T.STRING,
+        group="offsets",
+        default_doc="chosen by the runner",
+        doc="File that stores the connector offsets (FileOffsetBackingStore).",
+    ),
+    Field(
+        "offset.flush.interval.ms",
+        T.LONG,
+        60000,
+        group="offsets",
+        validator=non_negative,
+        doc="How often offsets are flushed (and the position acknowledged to the database).",
+    ),
+    Field(
+        "offset.flush.timeout.ms",
+        T.LONG,
+        5000,
+        group="offsets",
+        validator=positive_int,
+        doc="Maximum time to wait for an offset flush before cancelling it.",
+    ),
+    # --- error handling
+    Field(
+        "event.processing.failure.handling.mode",
+        T.ENUM,
+        "fail",
+        allowed=("fail", "warn", "skip"),
+        aliases={"ignore": "skip"},
+        group="errors",
+        doc="What to do when processing an event fails: fail (stop, reporting the offset), warn "
+        "(log the offset and skip the event) or skip (skip silently).",
+    ),
+    Field(
+        "errors.max.retries",
+        T.INT,
+        -1,
+        group="errors",
+        validator=at_least(-1),
+        doc="Retries after a retriable error (e.g. a lost connection): -1 without limit, 0 none, N at most N.",
+    ),
+    Field(
+        "errors.retry.delay.initial.ms",
+        T.LONG,
+        300,
+        group="errors",
+        validator=positive_int,
+        doc="Initial delay before retrying after a retriable error; doubles up to errors.retry.delay.max.ms.",
+    ),
+    Field(
+        "errors.retry.delay.max.ms",
+        T.LONG,
+        10000,
+        group="errors",
+        validator=positive_int,
+        doc="Maximum delay between retries after a retriable error.",
+    ),
+    Field(
+        "retriable.restart.connector.wait.ms",
+        T.LONG,
+        10000,
+        group="errors",
+        validator=non_negative,
+        doc="Wait before restarting the connector after a retriable error.",
+    ),
+    # --- heartbeats
+    Field(
+        "heartbeat.interval.ms",
+        T.INT,
+        0,
+        group="heartbeat",
+        validator=non_negative,
+        doc="Heartbeat period (0 = none). Heartbeats let the position advance on low-traffic captures.",
+    ),
+    # --- snapshot
+    Field(
+        "snapshot.delay.ms",
+        T.LONG,
+        0,
+        group="snapshot",
+        validator=non_negative,
+        doc="Delay before the snapshot starts when the connector starts.",
+    ),
+    Field(
+        "snapshot.fetch.size",
+        T.INT,
+        10240,
+        group="snapshot",
+        validator=positive_int,
+        doc="Maximum rows read per fetch from each table during a snapshot.",
+    ),
+    Field(
+        "snapshot.max.threads",
+        T.INT,
+        1,
+        group="snapshot",
+        validator=positive_int,
+        doc="Threads for the initial snapshot; more than 1 snapshots tables in parallel (incubating).",
+    ),
+    # --- signals and notifications
+    Field(
+        "signal.enabled.channels",
+        T.LIST,
+        ["source"],
+        group="signals",
+        doc="Enabled signal channels: source (the signaling table), kafka, file, jmx, or a custom channel.",
+    ),
+    Field(
+        "signal.data.collection",
+        T.STRING,
+        group="signals",
+        doc="Fully-qualified name of the signaling table, <schemaName>.<tableName>. Needed for "
+        "source-channel signals and incremental snapshots.",
+    ),
+    Field(
+        "signal.kafka.topic",
+        T.STRING,
+        group="signals",
+        default_doc="<topic.prefix>-signal",
+        doc="Kafka topic watched for signals; it must have a single partition.",
+    ),
+    Field(
+        "signal.kafka.groupId",
+        T.STRING,
+        "kafka-signal",
+        group="signals",
+        doc="Consumer group id of the Kafka signal consumer.",
+    ),
+    Field(
+        "signal.kafka.bootstrap.servers",
+        T.STRING,
+        group="signals",
+        doc="Kafka bootstrap servers of the signal consumer.",
+    ),
+    Field(
+        "signal.kafka.poll.timeout.ms",
+        T.LONG,
+        100,
+        group="signals",
+        validator=positive_int,
+        doc="Maximum time to wait when polling the signal topic.",
+    ),
+    Field(
+        "kafka.consumer.offset.commit.enabled",
+        T.BOOLEAN,
+        False,
+        group="signals",
+        doc="Commit consumer offsets of the signal topic (at-least-once signals); otherwise signals "
+        "sent while the consumer is down are lost.",
+    ),
+    Field(
+        "notification.enabled.channels",
+        T.LIST,
+        [],
+        group="signals",
+        default_doc="none",
+        doc="Enabled notification channels: sink, log, jmx, or a custom channel.",
+    ),
+    Field(
+        "notification.sink.topic.name",
+        T.STRING,
+        group="signals",
+        doc="Topic receiving notifications; required when notification.enabled.channels includes sink.",
+    ),
+    # --- monitoring
+    Field(
+        "custom.metric.tags",
+        T.STRING,
+        group="metrics",
+        validator=_metric_tags_valid,
+        doc="k1=v1,k2=v2 tags added to the connector's metrics.",
+    ),
+    # --- Kafka Connect only (accepted, warned about)
+    _ignored("transforms", _SMT, T.LIST),
+    _ignored("predicates", _SMT, T.LIST),
+    _ignored("config.providers", "Kafka Connect config providers are not supported; pass resolved values", T.LIST),
+    _ignored("errors.tolerance", _CONNECT_ERRORS),
+    _ignored("errors.log.enable", _CONNECT_ERRORS),
+    _ignored("errors.log.include.messages", _CONNECT_ERRORS),
+    _ignored("key.converter.schema.registry.url", _NO_REGISTRY),
+    _ignored("value.converter.schema.registry.url", _NO_REGISTRY),
+    _ignored("key.converter.schemas.cache.size", "Headwater caches converted schemas itself"),
+    _ignored("value.converter.schemas.cache.size", "Headwater caches converted schemas itself"),
+    _ignored("offset.storage.topic", _CONNECT_OFFSETS),
+    _ignored("offset.storage.partitions", _CONNECT_OFFSETS),
+    _ignored("offset.storage.replication.factor", _CONNECT_OFFSETS),
+    _ignored("offsets.storage.topic", _CONNECT_OFFSETS),
+    _ignored("offset.commit.policy", "offsets are flushed every offset.flush.interval.ms"),
+    _ignored("exactly.once.support", _EOS),
+    _ignored("transaction.boundary", _EOS),
+    _ignored("transaction.boundary.interval.ms", _EOS),
+    dynamic=(
+        DynamicField(
+            "signal.consumer.",
+            "signal.consumer.<kafka consumer setting>",
+            group="signals",
+            doc="Kafka consumer settings of the signal consumer, prefix stripped "
+            "(e.g. signal.consumer.security.protocol=SSL).",
+        ),
+        DynamicField("transforms.", "transforms.<name>.<setting>", ignored_reason=_SMT, group="kafka-connect"),
+        DynamicField("predicates.", "predicates.<name>.<setting>", ignored_reason=_SMT, group="kafka-connect"),
+        DynamicField(
+            "config.providers.",
+            "config.providers.<name>.<setting>",
+            group="kafka-connect",
+            ignored_reason="Kafka Connect config providers are not supported; pass resolved values",
+        ),
+        DynamicField(
+            "errors.deadletterqueue.",
+            "errors.deadletterqueue.<setting>",
+            group="kafka-connect",
+            ignored_reason=_CONNECT_ERRORS,
+        ),
+        DynamicField(
+            "topic.creation.",
+            "topic.creation.<setting>",
+            group="kafka-connect",
+            ignored_reason="Kafka topic auto-creation is configured on the Kafka sink, not the connector",
+        ),
+        DynamicField(
+            "producer.override.",
+            "producer.override.<setting>",
+            group="kafka-connect",
+            ignored_reason="Kafka Connect client overrides; Headwater's Kafka sink has its own settings",
+        ),
+        DynamicField(
+            "consumer.override.",
+            "consumer.override.<setting>",
+            group="kafka-connect",
+            ignored_reason="Kafka Connect client overrides; Headwater's Kafka sink has its own settings",
+        ),
+        DynamicField(
+            "admin.override.",
+            "admin.override.<setting>",
+            group="kafka-connect",
+            ignored_reason="Kafka Connect client overrides; Headwater's Kafka sink has its own settings",
+        ),
+    ),
+    checks=(_check_queue, _check_converters, _check_notification_sink, _check_retry_delays),
+)

@@ -1,0 +1,161 @@
+"""Reading table definitions from PostgreSQL's catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from headwater.connectors.postgres.types import PgType
+from headwater.relational.table import Column, Table, TableId
+
+# Tables (r) and partitioned tables (p); Debezium snapshots both.
+_TABLES_SQL = """
+SELECT c.oid, n.nspname, c.relname, c.relkind, c.relreplident, c.relispartition
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p')
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg\\_toast%%' AND n.nspname NOT LIKE 'pg\\_temp%%'
+ORDER BY n.nspname, c.relname
+"""
+
+_COLUMNS_SQL = """
+SELECT a.attrelid, a.attnum, a.attname, a.atttypid, a.atttypmod, a.attnotnull,
+       pg_get_expr(d.adbin, d.adrelid) AS default_expr, a.attgenerated <> '' AS generated,
+       t.typname, t.typtype, t.typcategory, t.typbasetype, t.typtypmod, t.typelem,
+       bt.oid AS base_oid, bt.typname AS base_name, bt.typtype AS base_kind, bt.typcategory AS base_category,
+       bt.typelem AS base_elem
+FROM pg_attribute a
+JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_type bt ON bt.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE a.attrelid = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attrelid, a.attnum
+"""
+
+_PRIMARY_KEYS_SQL = """
+SELECT i.indrelid, a.attname
+FROM pg_index i
+JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+WHERE i.indrelid = ANY(%s) AND i.indisprimary
+ORDER BY i.indrelid, k.ord
+"""
+
+# Without a primary key Debezium keys on the first unique index the JDBC metadata reports
+# (ordered by index name), skipping expression indexes.
+_UNIQUE_INDEXES_SQL = """
+SELECT i.indrelid, ic.relname, a.attname
+FROM pg_index i
+JOIN pg_class ic ON ic.oid = i.indexrelid
+JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+WHERE i.indrelid = ANY(%s) AND i.indisunique AND NOT i.indisprimary AND i.indexprs IS NULL
+ORDER BY i.indrelid, ic.relname, k.ord
+"""
+
+_TYPE_SQL = ("SELECT oid, typname, typtype, typcategory, typelem, typbasetype, typtypmod "
+             "FROM pg_type WHERE oid = ANY(%s)")
+_ENUM_SQL = "SELECT enumtypid, enumlabel FROM pg_enum WHERE enumtypid = ANY(%s) ORDER BY enumtypid, enumsortorder"
+
+
+class CatalogReader:
+    """Reads table metadata through an ordinary (non-replication) connection."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def _query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+
+    def list_tables(self) -> list[tuple[int, TableId, str]]:
+        """(oid, table id, relkind) of every user table, ordered by schema and name."""
+        return [(oid, TableId(None, schema, name), kind) for oid, schema, name, kind, _, _ in self._query(_TABLES_SQL)]
+
+    def oid_of(self, table_id: TableId) -> int | None:
+        rows = self._query(
+            "SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = %s", (table_id.schema, table_id.table))
+        return rows[0][0] if rows else None
+
+    def read_tables(self, oids: Iterable[int]) -> dict[int, Table]:
+        oid_list = list(oids)
+        if not oid_list:
+            return {}
+        rel = {
+            oid: (TableId(None, schema, name), kind, ident)
+            for oid, schema, name, kind, ident, _ in self._query(
+                "SELECT c.oid, n.nspname, c.relname, c.relkind, c.relreplident, c.relispartition "
+                "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ANY(%s)", (oid_list,))
+        }
+        columns_rows = self._query(_COLUMNS_SQL, (oid_list,))
+        elem_oids = {r[18] for r in columns_rows if r[18]}
+        enum_oids = {r[14] for r in columns_rows if r[16] == "e"}
+        elem_types = {r[0]: r for r in self._query(_TYPE_SQL, (list(elem_oids),))} if elem_oids else {}
+        # array elements may themselves be domains or enums
+        for r in list(elem_types.values()):
+            if r[2] == "e":
+                enum_oids.add(r[0])
+        base_of_elem_domains = {r[5] for r in elem_types.values() if r[2] == "d"}
+        if base_of_elem_domains:
+            elem_types.update({r[0]: r for r in self._query(_TYPE_SQL, (list(base_of_elem_domains),))})
+        labels: dict[int, list[str]] = {}
+        if enum_oids:
+            for typ, label in self._query(_ENUM_SQL, (list(enum_oids),)):
+                labels.setdefault(typ, []).append(label)
+
+        def element_type(oid: int) -> PgType:
+            r = elem_types[oid]
+            if r[2] == "d":
+                b = elem_types[r[5]]
+                return PgType(b[1], b[0], r[6], b[3], b[2], None, tuple(labels.get(b[0], ())), r[1])
+            return PgType(r[1], r[0], -1, r[3], r[2], None, tuple(labels.get(r[0], ())), r[1])
+
+        per_table: dict[int, list[Column]] = {oid: [] for oid in oid_list}
+        for row in columns_rows:
+            (relid, attnum, name, typid, typmod, notnull, default_expr, generated, typname, typtype, _typcat,
+             _typbase, typtypmod, _typelem, base_oid, base_name, base_kind, base_cat, base_elem) = row
+            modifier = typtypmod if typtype == "d" else typmod
+            element = element_type(base_elem) if base_cat == "A" and base_elem else None
+            pg = PgType(base_name, base_oid, modifier, base_cat, base_kind, element,
+                        tuple(labels.get(base_oid, ())), typname)
+            length, scale = _length_scale(base_name, modifier)
+            per_table[relid].append(Column(
+                name=name, position=attnum, type_name=typname, type_oid=typid, type_modifier=modifier,
+                length=length, scale=scale, optional=not notnull, default_expression=default_expr,
+                generated=bool(generated), native=pg,
+            ))
+        keys: dict[int, list[str]] = {}
+        for relid, attname in self._query(_PRIMARY_KEYS_SQL, (oid_list,)):
+            keys.setdefault(relid, []).append(attname)
+        first_unique: dict[int, tuple[str, list[str]]] = {}
+        for relid, index_name, attname in self._query(_UNIQUE_INDEXES_SQL, (oid_list,)):
+            if relid in keys:
+                continue
+            current = first_unique.get(relid)
+            if current is None:
+                first_unique[relid] = (index_name, [attname])
+            elif current[0] == index_name:
+                current[1].append(attname)
+        tables = {}
+        for oid in oid_list:
+            if oid not in rel:
+                continue
+            table_id, kind, identity = rel[oid]
+            key = keys.get(oid) or (first_unique[oid][1] if oid in first_unique else [])
+            tables[oid] = Table(table_id, tuple(per_table[oid]), tuple(key),
+                                {"oid": oid, "relkind": kind, "replica_identity": identity})
+        return tables
+
+
+def _length_scale(type_name: str, modifier: int) -> tuple[int | None, int | None]:
+    if modifier < 0:
+        return None, None
+    if type_name == "numeric":
+        return ((modifier - 4) >> 16) & 0xFFFF, (modifier - 4) & 0xFFFF
+    if type_name in ("varchar", "bpchar"):
+        return modifier - 4, None
+    if type_name in ("bit", "varbit"):
+        return modifier, None
+    return None, None

@@ -1,0 +1,151 @@
+"""The initial snapshot: every captured table read inside one consistent database snapshot.
+
+When the replication slot was just created, the snapshot imports the slot's exported snapshot
+(`SET TRANSACTION SNAPSHOT`), so the rows read are exactly the state at the slot's consistent
+point and streaming from there neither overlaps nor leaves a gap. Rows are read with
+`COPY (SELECT …) TO STDOUT` in text format — the fastest way out of PostgreSQL and the same text
+form pgoutput sends, so both paths share one set of value converters — and parsed chunk by
+chunk, so memory does not grow with table size.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from psycopg2 import sql
+
+from headwater.connectors.postgres.schemas import CapturedTable
+from headwater.engine.connector import ConnectorError
+
+_COPY_ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{1,2})|(.))", re.DOTALL)
+_SIMPLE_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
+def _unescape_match(m: re.Match[str]) -> str:
+    octal, hexa, other = m.groups()
+    if octal is not None:
+        return chr(int(octal, 8))
+    if hexa is not None:
+        return chr(int(hexa, 16))
+    return _SIMPLE_ESCAPES.get(other, other)
+
+
+def parse_copy_line(line: str) -> list[str | None]:
+    """One line of COPY text format -> column texts (None for \\N)."""
+    out: list[str | None] = []
+    for field in line.split("\t"):
+        if "\\" not in field:
+            out.append(field)
+        elif field == "\\N":
+            out.append(None)
+        else:
+            out.append(_COPY_ESCAPE.sub(_unescape_match, field))
+    return out
+
+
+class _LineSink:
+    """A file-like target for psycopg2's copy_expert that hands complete lines onward."""
+
+    def __init__(self, on_line: Callable[[str], None], stop: threading.Event) -> None:
+        self._on_line = on_line
+        self._tail = b""
+        self._stop = stop
+
+    def write(self, data: bytes | str) -> int:
+        if self._stop.is_set():
+            raise _Stopped()
+        chunk = data if isinstance(data, bytes) else data.encode("utf-8")
+        buf = self._tail + chunk
+        lines = buf.split(b"\n")
+        self._tail = lines.pop()
+        for line in lines:
+            self._on_line(line.decode("utf-8"))
+        return len(data)
+
+
+class _Stopped(Exception):
+    pass
+
+
+def select_statement(captured: CapturedTable, overrides: dict[str, str]) -> sql.Composable:
+    override = overrides.get(captured.collection)
+    if override:
+        return sql.SQL(override)
+    table = captured.table
+    columns = sql.SQL(", ").join(sql.Identifier(c) for c in captured.raw_columns)
+    return sql.SQL("SELECT {} FROM {}").format(columns, sql.Identifier(table.id.schema or "public", table.id.table))
+
+
+def begin_snapshot_transaction(conn: Any, snapshot_name: str | None) -> tuple[int, int | None]:
+    """Open the snapshot transaction; returns (txid for source.txId, WAL insert LSN or None).
+
+    With an exported snapshot: REPEATABLE READ + SET TRANSACTION SNAPSHOT (the LSN is the slot's
+    consistent point, known to the caller). Without one (the slot existed already): Debezium's
+    SERIALIZABLE READ ONLY DEFERRABLE, positioned at the current WAL insert LSN."""
+    from headwater.connectors.postgres.pgoutput import parse_lsn
+
+    conn.autocommit = False
+    with conn.cursor() as cur:
+        if snapshot_name is not None:
+            cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot_name,))
+            cur.execute("SELECT txid_snapshot_xmax(txid_current_snapshot())")
+            return cur.fetchone()[0], None
+        cur.execute("BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE")
+        cur.execute("SELECT txid_snapshot_xmax(txid_current_snapshot()), pg_current_wal_insert_lsn()::text")
+        txid, lsn = cur.fetchone()
+        return txid, parse_lsn(lsn)
+
+
+def lock_tables(conn: Any, tables: list[CapturedTable], timeout_ms: int) -> None:
+    """`snapshot.locking.mode=shared`: ACCESS SHARE locks while the schema is read."""
+    with conn.cursor() as cur:
+        cur.execute("SET LOCAL lock_timeout = %s", (f"{timeout_ms}ms",))
+        for t in tables:
+            cur.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(
+                sql.Identifier(t.table.id.schema or "public", t.table.id.table)))
+
+
+def read_rows(conn: Any, captured: CapturedTable, overrides: dict[str, str], stop: threading.Event,
+              on_row: Callable[[list[str | None]], None]) -> None:
+    """Stream the table's rows to `on_row` (text tuples in `captured.raw_columns` order)."""
+    statement = sql.SQL("COPY ({}) TO STDOUT").format(select_statement(captured, overrides))
+    sink = _LineSink(lambda line: on_row(parse_copy_line(line)), stop)
+    with conn.cursor() as cur:
+        try:
+            cur.copy_expert(statement, sink, size=1 << 16)
+        except _Stopped:
+            raise
+        except Exception as exc:  # psycopg2 errors; re-raised with the table named
+            if isinstance(exc, ConnectorError):
+                raise
+            import psycopg2
+
+            if isinstance(exc, psycopg2.Error):
+                from headwater.connectors.postgres.connection import first_line
+
+                raise ConnectorError(f"snapshot of table {captured.collection} failed: {first_line(exc)}") from None
+            raise
+
+
+def snapshot_marker(first_in_table: bool, last_in_table: bool, first_table: bool, last_table: bool) -> str:
+    """Debezium's `source.snapshot` value for a snapshot row: first / first_in_data_collection /
+    true / last_in_data_collection / last (by table position, so an empty last table means no
+    record says `last`, as in Debezium)."""
+    if last_in_table and last_table:
+        return "last"
+    if first_in_table and first_table:
+        return "first"
+    if last_in_table:
+        return "last_in_data_collection"
+    if first_in_table:
+        return "first_in_data_collection"
+    return "true"
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000

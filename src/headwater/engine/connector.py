@@ -1,0 +1,45 @@
+"""The interface between the engine and a database connector."""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+Emit = Callable[[list[Any]], None]
+
+
+class ConnectorError(Exception):
+    """The connector cannot go on. The message is one line naming the cause and, where there is
+    one, what to change; it never contains a password."""
+
+
+class SourceConnector(ABC):
+    """A database connector: snapshot, then stream, handing records (and offset markers) to
+    `emit` in order. The engine stores offsets only after the destination has durably written
+    everything before them, then calls `acknowledge` so the connector may release the
+    database's retained log up to that point."""
+
+    #: the name Debezium gives the connector in `source.connector` and headers
+    connector_name: str = ""
+
+    @abstractmethod
+    def partition(self) -> dict[str, Any]:
+        """The source partition offsets are stored under (Debezium: {"server": topic.prefix})."""
+
+    @abstractmethod
+    def validate(self) -> None:
+        """Connect and check the database is usable; raise ConnectorError otherwise."""
+
+    @abstractmethod
+    def run(self, offset: dict[str, Any] | None, emit: Emit, stop: threading.Event) -> None:
+        """Capture until `stop` is set or capture is complete (e.g. snapshot.mode=initial_only).
+        Runs on the engine's reader thread."""
+
+    @abstractmethod
+    def acknowledge(self, offset: dict[str, Any]) -> None:
+        """Everything up to `offset` is durable downstream. Called from the consumer thread."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources after `run` returned. Called once, from the consumer thread."""

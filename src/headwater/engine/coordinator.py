@@ -1,0 +1,124 @@
+"""The engine loop: a reader thread runs the connector into the bounded queue; the calling
+thread polls batches, writes them to the sink, and periodically makes them durable, stores the
+offset and acknowledges it to the connector — in that order, so the database never releases a
+change the destination does not durably hold."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from headwater.engine.connector import SourceConnector
+from headwater.engine.offsets import OffsetStore
+from headwater.engine.queue import ChangeEventQueue, QueueClosed
+from headwater.engine.records import SourceRecord
+
+log = logging.getLogger(__name__)
+
+
+class Sink(Protocol):
+    def write(self, records: list[SourceRecord]) -> None: ...
+
+    def flush(self) -> None:
+        """Make everything written so far durable."""
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class EngineSettings:
+    max_queue_size: int = 8192
+    max_queue_size_in_bytes: int = 0
+    max_batch_size: int = 2048
+    poll_interval_ms: int = 500
+    offset_flush_interval_ms: int = 60_000
+
+
+@dataclass
+class EngineStats:
+    records: int = 0
+    per_topic: dict[str, int] = field(default_factory=dict)
+    commits: int = 0
+    last_offset: dict[str, Any] | None = None
+
+
+class Engine:
+    def __init__(self, connector: SourceConnector, sink: Sink, offsets: OffsetStore, settings: EngineSettings,
+                 *, on_batch: Callable[[list[SourceRecord], EngineStats], None] | None = None) -> None:
+        self.connector = connector
+        self.sink = sink
+        self.offsets = offsets
+        self.settings = settings
+        self.stats = EngineStats()
+        self.on_batch = on_batch
+        self._reader_stop = threading.Event()
+
+    def run(self, stop: threading.Event) -> None:
+        """Run until `stop` is set (then drain and commit) or the connector finishes or fails
+        (then commit what was delivered and re-raise the connector's error)."""
+        partition = self.connector.partition()
+        offset = self.offsets.load(partition)
+        queue = ChangeEventQueue(self.settings.max_queue_size, self.settings.max_queue_size_in_bytes)
+        reader = threading.Thread(target=self._read, args=(offset, queue), name="headwater-reader", daemon=True)
+        reader.start()
+        pending: dict[str, Any] | None = None
+        last_commit = time.monotonic()
+        interval = self.settings.offset_flush_interval_ms / 1000
+        error: BaseException | None = None
+        try:
+            while True:
+                if stop.is_set() and not self._reader_stop.is_set():
+                    self._reader_stop.set()
+                try:
+                    batch = queue.poll(self.settings.max_batch_size, self.settings.poll_interval_ms / 1000)
+                except QueueClosed as closed:
+                    error = closed.__cause__
+                    break
+                if batch:
+                    records = [item for item in batch if isinstance(item, SourceRecord)]
+                    if records:
+                        self.sink.write(records)
+                        self._count(records)
+                    pending = batch[-1].offset
+                    if self.on_batch is not None:
+                        self.on_batch(records, self.stats)
+                if pending is not None and time.monotonic() - last_commit >= interval:
+                    self._commit(partition, pending)
+                    pending = None
+                    last_commit = time.monotonic()
+        finally:
+            self._reader_stop.set()
+            reader.join(timeout=60)
+            if pending is not None:
+                self._commit(partition, pending)
+            try:
+                self.connector.close()
+            finally:
+                self.sink.close()
+        if error is not None:
+            raise error
+
+    def _read(self, offset: dict[str, Any] | None, queue: ChangeEventQueue) -> None:
+        try:
+            self.connector.run(offset, queue.put_many, self._reader_stop)
+        except BaseException as exc:  # handed to the consumer thread, which re-raises it
+            queue.close(exc)
+        else:
+            queue.close()
+
+    def _commit(self, partition: dict[str, Any], offset: dict[str, Any]) -> None:
+        self.sink.flush()
+        self.offsets.save(partition, offset)
+        self.connector.acknowledge(offset)
+        self.stats.commits += 1
+        self.stats.last_offset = offset
+
+    def _count(self, records: list[SourceRecord]) -> None:
+        self.stats.records += len(records)
+        per_topic = self.stats.per_topic
+        for r in records:
+            per_topic[r.topic] = per_topic.get(r.topic, 0) + 1

@@ -1,0 +1,48 @@
+"""What flows from a connector to a destination: records, and offset-only markers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from headwater.model.schema import Schema
+
+
+class SourceRecord:
+    """One change event as Kafka Connect would hold it: topic, key and value with their schemas,
+    extra headers (the converter adds the context headers), and the connector offset that is
+    safe to store once this record and all before it are durably written."""
+
+    __slots__ = ("context_headers", "headers", "key", "key_schema", "offset", "op", "table", "topic", "value",
+                 "value_schema")
+
+    def __init__(self, topic: str, key_schema: Schema | None, key: Any, value_schema: Schema | None,
+                 value: Any, offset: dict[str, Any], headers: tuple[tuple[str, Schema, Any], ...] = (),
+                 op: str | None = None, table: str | None = None, context_headers: bool = True) -> None:
+        self.topic = topic
+        self.key_schema = key_schema
+        self.key = key
+        self.value_schema = value_schema
+        self.value = value
+        self.offset = offset
+        self.headers = headers
+        self.op = op          # op code for consumers and metrics; None for tombstones/metadata
+        self.table = table    # data collection id ("schema.table"), when the record is about one
+        # Debezium adds its __debezium.context.* headers to data-change records (and their
+        # tombstones) only, not to transaction metadata or logical-decoding messages.
+        self.context_headers = context_headers
+
+    def __repr__(self) -> str:
+        return f"SourceRecord(topic={self.topic!r}, op={self.op!r}, key={self.key!r})"
+
+
+class OffsetMarker:
+    """A position the connector has fully processed without emitting a record for it (a commit,
+    a filtered transaction). Storing it lets restarts skip work and lets the database free WAL."""
+
+    __slots__ = ("offset",)
+
+    def __init__(self, offset: dict[str, Any]) -> None:
+        self.offset = offset
+
+    def __repr__(self) -> str:
+        return f"OffsetMarker({self.offset!r})"

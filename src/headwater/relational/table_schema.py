@@ -1,0 +1,139 @@
+"""Per-table key and value schemas, and the functions that turn a database row into them.
+
+Built once per table version (Debezium's `TableSchemaBuilder`): the connector supplies, per
+column, a Connect schema, a converter from the raw value it reads (PostgreSQL: the text form)
+and the fallback used when a required column has no value; this module assembles key and row
+structs, applies column filters and defaults, and pre-computes a plan so that converting a row
+is one tight loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from headwater.model.envelope import envelope_schema
+from headwater.model.schema import NO_DEFAULT, Schema, replace, struct
+from headwater.relational.filters import ColumnFilter
+from headwater.relational.table import Column, Table
+
+
+class ColumnTypeError(Exception):
+    """A column's type cannot be mapped (and unknown types are not to be included)."""
+
+
+class ValueConverters(Protocol):
+    """What a connector supplies for its column types."""
+
+    def schema_for(self, table: Table, column: Column) -> Schema | None:
+        """The Connect schema of the column (required variant), or None to leave the column out."""
+
+    def converter_for(self, table: Table, column: Column, schema: Schema) -> Callable[[Any], Any]:
+        """raw value (never None) -> Connect value."""
+
+    def default_for(self, table: Table, column: Column, schema: Schema) -> Any:
+        """The schema default parsed from the column's default expression, or NO_DEFAULT."""
+
+    def fallback_for(self, table: Table, column: Column, schema: Schema) -> Any:
+        """The value a required column gets when the row carries no value for it."""
+
+
+@dataclass(slots=True)
+class ColumnPlan:
+    name: str
+    index: int                      # position in the raw tuple
+    convert: Callable[[Any], Any]
+    optional: bool
+    fallback: Any                   # for required columns whose value is missing
+
+
+class TableSchema:
+    """Key/value schemas of one table version and the row/key builders for it."""
+
+    def __init__(self, table: Table, key_schema: Schema | None, row_schema: Schema, envelope: Schema,
+                 plan: list[ColumnPlan], key_fields: list[str]) -> None:
+        self.table = table
+        self.key_schema = key_schema
+        self.row_schema = row_schema
+        self.envelope_schema = envelope
+        self.plan = plan
+        self.key_fields = key_fields
+        self._plan_tuples = [(p.name, p.index, p.convert, p.optional, p.fallback) for p in plan]
+
+    def row(self, raw: Sequence[Any], missing: Callable[[ColumnPlan], Any] | None = None) -> dict[str, Any]:
+        """Convert a raw tuple (column order of the table) to a row struct value.
+
+        A None raw value is a SQL NULL: optional columns get None (the JSON converter later
+        substitutes schema defaults, as Kafka's does), required ones their fallback."""
+        out: dict[str, Any] = {}
+        for name, index, convert, optional, fallback in self._plan_tuples:
+            value = raw[index]
+            if value is None:
+                out[name] = None if optional else fallback
+            else:
+                out[name] = convert(value)
+        return out
+
+    def key(self, row: dict[str, Any] | None) -> dict[str, Any] | None:
+        if self.key_schema is None or row is None:
+            return None
+        return {name: row.get(name) for name in self.key_fields}
+
+
+def build_table_schema(
+    table: Table,
+    converters: ValueConverters,
+    *,
+    topic_prefix: str,
+    source_schema: Schema,
+    key_columns: Sequence[str] | None = None,
+    column_filter: ColumnFilter | None = None,
+    raw_columns: Sequence[str] | None = None,
+) -> TableSchema:
+    """Build the schemas for `table`.
+
+    `key_columns` overrides the primary key (`message.key.columns`); `raw_columns` is the column
+    order of the raw tuples (defaults to the table's column order)."""
+    base = f"{topic_prefix}.{table.id.schema}.{table.id.table}" if table.id.schema else \
+        f"{topic_prefix}.{table.id.table}"
+    raw_order = list(raw_columns) if raw_columns is not None else table.column_names()
+    raw_index = {name: i for i, name in enumerate(raw_order)}
+    keys = list(key_columns) if key_columns is not None else list(table.primary_key)
+
+    fields: list[tuple[str, Schema]] = []
+    plan: list[ColumnPlan] = []
+    key_field_schemas: dict[str, Schema] = {}
+    for column in table.columns:
+        if column.name not in raw_index:
+            continue
+        schema = converters.schema_for(table, column)
+        if schema is None:
+            continue
+        default = converters.default_for(table, column, schema)
+        field_schema = _finish(schema, column.optional, default)
+        if column.name in keys:
+            key_field_schemas[column.name] = field_schema
+        # key columns are always kept in the key even if filtered out of the value
+        if column_filter is not None and not column_filter(table.id, column.name):
+            continue
+        convert = converters.converter_for(table, column, schema)
+        fallback = None
+        if not column.optional:
+            fallback = default if default is not NO_DEFAULT else converters.fallback_for(table, column, schema)
+        fields.append((column.name, field_schema))
+        plan.append(ColumnPlan(column.name, raw_index[column.name], convert, column.optional, fallback))
+
+    row_schema = struct(f"{base}.Value", fields, optional=True)
+    key_schema = None
+    key_fields = [k for k in keys if k in key_field_schemas]
+    if key_fields:
+        key_schema = struct(f"{base}.Key", [(k, key_field_schemas[k]) for k in key_fields])
+    envelope = envelope_schema(f"{base}.Envelope", row_schema, source_schema)
+    return TableSchema(table, key_schema, row_schema, envelope, plan, key_fields)
+
+
+def _finish(schema: Schema, optional: bool, default: Any) -> Schema:
+    if schema.optional == optional and default is NO_DEFAULT:
+        return schema
+    return replace(schema, optional=optional, default=default)

@@ -1,0 +1,185 @@
+"""Kafka Connect's JsonConverter, as Debezium's users see it.
+
+With `schemas.enable=true` a key or value is `{"schema": …, "payload": …}`; without, the bare
+payload. Payload rendering follows the converter: bytes and `Decimal` logical values as base64,
+non-finite floats as the strings Jackson writes for them, and (`replace.null.with.default`,
+default true) a null field value replaced by its schema default.
+
+Conversion is compiled once per schema into an adapter that touches only the fields needing
+work, and the schema's JSON text is cached, so a record costs one `orjson.dumps` of its payload.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import orjson
+
+from headwater.engine.records import SourceRecord
+from headwater.model.schema import Schema
+from headwater.model.values import decimal_to_unscaled_bytes
+
+Adapter = Callable[[Any], Any]
+
+DECIMAL_LOGICAL = "org.apache.kafka.connect.data.Decimal"
+
+
+def _b64(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+def _float(value: float) -> Any:
+    if math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+class JsonConverter:
+    def __init__(self, schemas_enable: bool = True, replace_null_with_default: bool = True) -> None:
+        self.schemas_enable = schemas_enable
+        self.replace_null_with_default = replace_null_with_default
+        self._adapters: dict[int, tuple[Schema, Adapter | None]] = {}
+
+    # -- public --------------------------------------------------------------------------
+
+    def to_bytes(self, schema: Schema | None, value: Any) -> bytes | None:
+        """The converter's output for one key or value; None for a null (tombstone) value."""
+        if value is None and schema is None:
+            return None
+        if value is None:
+            payload = b"null"
+        else:
+            adapter = self._adapter(schema) if schema is not None else None
+            payload = orjson.dumps(adapter(value) if adapter is not None else value)
+        if not self.schemas_enable:
+            return payload
+        schema_json = schema.json_bytes if schema is not None else b"null"
+        return b'{"schema":' + schema_json + b',"payload":' + payload + b"}"
+
+    def to_jsonable(self, schema: Schema | None, value: Any) -> Any:
+        """The same as `to_bytes`, as Python objects (for sinks that embed it)."""
+        data = self.to_bytes(schema, value)
+        return None if data is None else orjson.loads(data)
+
+    # -- adapters ------------------------------------------------------------------------
+
+    def _adapter(self, schema: Schema) -> Adapter | None:
+        cached = self._adapters.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        adapter = self._compile(schema)
+        self._adapters[id(schema)] = (schema, adapter)  # keeps schema alive so id() stays unique
+        return adapter
+
+    def _compile(self, schema: Schema) -> Adapter | None:
+        t = schema.type
+        if schema.name == DECIMAL_LOGICAL:
+            scale = int((schema.parameters or {}).get("scale", "0"))
+            return lambda v: _b64(decimal_to_unscaled_bytes(v, scale)) if isinstance(v, Decimal) \
+                else (_b64(v) if isinstance(v, (bytes, bytearray)) else v)
+        if t == "bytes":
+            return lambda v: _b64(v) if isinstance(v, (bytes, bytearray, memoryview)) else v
+        if t in ("float32", "float64"):
+            return lambda v: _float(v) if isinstance(v, float) else v
+        if t == "array":
+            assert schema.items is not None
+            item = self._compile(schema.items)
+            if item is None:
+                return None
+            return lambda v: [None if x is None else item(x) for x in v]
+        if t == "map":
+            assert schema.values is not None
+            val = self._compile(schema.values)
+            if val is None:
+                return None
+            return lambda v: {k: None if x is None else val(x) for k, x in v.items()}
+        if t == "struct":
+            return self._compile_struct(schema)
+        return None
+
+    def _compile_struct(self, schema: Schema) -> Adapter | None:
+        steps: list[tuple[str, Adapter | None, Any, bool]] = []
+        for f in schema.fields:
+            adapter = self._compile(f.schema)
+            use_default = self.replace_null_with_default and f.schema.has_default
+            if adapter is not None or use_default:
+                default = f.schema.default if use_default else None
+                if use_default and adapter is not None and default is not None:
+                    default = adapter(default)
+                steps.append((f.name, adapter, default, use_default))
+        if not steps:
+            return None
+
+        def adapt(value: dict[str, Any]) -> dict[str, Any]:
+            out = dict(value)
+            for name, adapter, default, use_default in steps:
+                v = out.get(name)
+                if v is None:
+                    if use_default:
+                        out[name] = default
+                elif adapter is not None:
+                    out[name] = adapter(v)
+            return out
+
+        return adapt
+
+
+class RecordSerializer:
+    """Key, value and headers of a record as the converters render them, with Debezium's
+    context headers (`__debezium.context.*`) appended after the record's own."""
+
+    def __init__(self, key_converter: JsonConverter, value_converter: JsonConverter,
+                 header_converter: JsonConverter, context_headers: list[tuple[str, str]]) -> None:
+        from headwater.model.schema import STRING
+
+        self.key_converter = key_converter
+        self.value_converter = value_converter
+        self.header_converter = header_converter
+        self._context = [
+            {"key": name, "value": orjson.loads(header_converter.to_bytes(STRING, value) or b"null")}
+            for name, value in context_headers
+        ]
+        self._context_bytes = orjson.dumps(self._context)[1:-1]  # the items, without brackets
+
+    def key(self, record: SourceRecord) -> bytes | None:
+        return self.key_converter.to_bytes(record.key_schema, record.key)
+
+    def value(self, record: SourceRecord) -> bytes | None:
+        return self.value_converter.to_bytes(record.value_schema, record.value)
+
+    def headers_json(self, record: SourceRecord) -> bytes:
+        """The headers as a JSON array of {"key","value"} with converter output as values."""
+        if not record.context_headers:
+            if not record.headers:
+                return b"[]"
+            context = b""
+        else:
+            context = self._context_bytes
+        if not record.headers:
+            return b"[" + context + b"]"
+        own = b",".join(
+            b'{"key":' + orjson.dumps(name) + b',"value":' + (self.header_converter.to_bytes(schema, value)
+                                                               or b"null") + b"}"
+            for name, schema, value in record.headers
+        )
+        return b"[" + own + (b"," + context if context else b"") + b"]"
+
+    def headers_list(self, record: SourceRecord) -> list[tuple[str, bytes | None]]:
+        """The headers as (name, converter bytes) pairs, e.g. for Kafka."""
+        out = [(name, self.header_converter.to_bytes(schema, value)) for name, schema, value in record.headers]
+        if record.context_headers:
+            out.extend((h["key"], orjson.dumps(h["value"])) for h in self._context)
+        return out
+
+    def line(self, record: SourceRecord) -> bytes:
+        """The conformance line format: {"topic","key","value","headers"} + newline."""
+        return (b'{"topic":' + orjson.dumps(record.topic)
+                + b',"key":' + (self.key(record) or b"null")
+                + b',"value":' + (self.value(record) or b"null")
+                + b',"headers":' + self.headers_json(record) + b"}\n")

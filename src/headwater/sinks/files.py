@@ -1,0 +1,99 @@
+"""Standalone sinks writing the conformance line format: one file, one file per topic, stdout."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import BinaryIO
+
+from headwater.engine.records import SourceRecord
+from headwater.serialization.json import RecordSerializer
+
+
+class JsonlSink:
+    """All records in one JSONL file, appended. Each batch is handed to the OS at once (readers
+    tailing the file see it); `flush` fsyncs, before offsets are stored."""
+
+    def __init__(self, path: str | os.PathLike[str], serializer: RecordSerializer, *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.serializer = serializer
+        self.fsync = fsync
+        self._file: BinaryIO = open(self.path, "ab", buffering=1 << 20)
+
+    def write(self, records: list[SourceRecord]) -> None:
+        line = self.serializer.line
+        self._file.write(b"".join([line(r) for r in records]))
+        self._file.flush()
+
+    def flush(self) -> None:
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self.flush()
+            self._file.close()
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class FilesSink:
+    """One `<topic>.jsonl` file per topic under a directory."""
+
+    def __init__(self, directory: str | os.PathLike[str], serializer: RecordSerializer, *, fsync: bool = True) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.serializer = serializer
+        self.fsync = fsync
+        self._files: dict[str, BinaryIO] = {}
+
+    def _file(self, topic: str) -> BinaryIO:
+        f = self._files.get(topic)
+        if f is None:
+            f = open(self.directory / f"{_UNSAFE.sub('_', topic)}.jsonl", "ab", buffering=1 << 16)
+            self._files[topic] = f
+        return f
+
+    def write(self, records: list[SourceRecord]) -> None:
+        line = self.serializer.line
+        touched = set()
+        for r in records:
+            f = self._file(r.topic)
+            f.write(line(r))
+            touched.add(f)
+        for f in touched:
+            f.flush()
+
+    def flush(self) -> None:
+        for f in self._files.values():
+            f.flush()
+            if self.fsync:
+                os.fsync(f.fileno())
+
+    def close(self) -> None:
+        self.flush()
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+
+
+class StdoutSink:
+    def __init__(self, serializer: RecordSerializer, stream: BinaryIO | None = None) -> None:
+        self.serializer = serializer
+        self.stream = stream or sys.stdout.buffer
+
+    def write(self, records: list[SourceRecord]) -> None:
+        line = self.serializer.line
+        for r in records:
+            self.stream.write(line(r))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.flush()

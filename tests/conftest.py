@@ -1,0 +1,123 @@
+"""Shared fixtures: one throwaway PostgreSQL cluster per test session, a fresh database per test.
+
+``tests/`` is put on ``sys.path`` so helper modules under ``tests/`` (e.g. ``tests/helpers/x.py``) import
+as ``helpers.x`` from any test file, whatever pytest's import mode.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))
+
+from headwater.embedded.postgres import ThrowawayPostgres, drop_replication_slot  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # CI stops a run that is too slow with SIGTERM, which by default kills Python without running
+    # fixture finalizers or atexit handlers; turn it into KeyboardInterrupt so clusters get stopped.
+    if threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[ThrowawayPostgres]:
+    """One PostgreSQL 15 cluster (wal_level=logical, trust auth, 127.0.0.1, free port) for the session."""
+    server = ThrowawayPostgres().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_cluster() -> Iterator[Callable[..., ThrowawayPostgres]]:
+    """Factory for extra clusters with their own options, stopped after the test:
+    ``pg_cluster(settings={"wal_level": "replica"})``, ``pg_cluster(password="secret")``."""
+    started: list[ThrowawayPostgres] = []
+
+    def make(*args: Any, **kwargs: Any) -> ThrowawayPostgres:
+        cluster = ThrowawayPostgres(*args, **kwargs)
+        started.append(cluster)
+        return cluster.start()
+
+    yield make
+    for cluster in reversed(started):
+        cluster.stop()
+
+
+class PgDatabase:
+    """A database of its own on the session's cluster (see the ``pg_db`` fixture)."""
+
+    def __init__(self, server: ThrowawayPostgres, name: str):
+        self.server = server
+        self.name = name
+        self.dsn = server.dsn(name)
+        self._connections: list[Any] = []
+
+    def connect(self, autocommit: bool = True, **kwargs: Any):
+        """A psycopg2 connection to this database, closed at teardown if the test did not close it."""
+        conn = self.server.connect(self.name, autocommit=autocommit, **kwargs)
+        self._connections.append(conn)
+        return conn
+
+    def execute(self, sql: str, params: Any = None) -> list[tuple[Any, ...]] | None:
+        """Run SQL in autocommit on a short-lived connection; the rows of the last statement, if any."""
+        conn = self.server.connect(self.name)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, params)
+                return cur.fetchall() if cur.description else None
+        finally:
+            conn.close()
+
+    def psql(self, sql_or_file: Any) -> str:
+        return self.server.psql(sql_or_file, dbname=self.name)
+
+    def _drop(self) -> None:
+        for conn in self._connections:
+            if not conn.closed:
+                conn.close()
+        admin = self.server.connect()
+        try:
+            with admin.cursor() as cur:
+                cur.execute("SELECT slot_name FROM pg_replication_slots WHERE database = %s", (self.name,))
+                slots = [row[0] for row in cur.fetchall()]
+            for slot in slots:
+                drop_replication_slot(admin, slot, timeout=10.0)
+        finally:
+            admin.close()
+        self.server.drop_database(self.name)
+
+    def __repr__(self) -> str:
+        return f"<PgDatabase {self.name} on {self.server.host}:{self.server.port}>"
+
+
+@pytest.fixture
+def pg_db(pg_server: ThrowawayPostgres, request: pytest.FixtureRequest) -> Iterator[PgDatabase]:
+    """A fresh, uniquely named database on the session cluster; at teardown its replication slots
+    (retrying "is active" for up to 10 s) and the database itself are dropped."""
+    stem = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[:40]
+    name = f"t_{stem}_{uuid.uuid4().hex[:8]}"
+    pg_server.create_database(name)
+    db = PgDatabase(pg_server, name)
+    try:
+        yield db
+    finally:
+        db._drop()

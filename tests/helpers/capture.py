@@ -1,0 +1,110 @@
+"""Run Headwater in-process against a test database, the way the conformance protocol does."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from headwater import config as cfg
+from headwater.standalone import build_engine
+
+
+def base_properties(db: Any, workdir: Path, slot: str, **extra: str) -> dict[str, str]:
+    props = {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "plugin.name": "pgoutput",
+        "topic.prefix": "dbserver1",
+        "snapshot.mode": "initial",
+        "slot.name": slot,
+        "slot.drop.on.stop": "true",
+        "database.hostname": db.server.host,
+        "database.port": str(db.server.port),
+        "database.user": db.server.user,
+        "database.dbname": db.name,
+        "offset.storage.file.filename": str(workdir / "offsets.json"),
+        "offset.flush.interval.ms": "200",
+        "key.converter.schemas.enable": "true",
+        "value.converter.schemas.enable": "true",
+    }
+    props.update(extra)
+    return props
+
+
+class RunningCapture:
+    """An engine running on a thread, writing the jsonl sink."""
+
+    def __init__(self, props: Mapping[str, str], out: Path) -> None:
+        self.out = out
+        self.config = cfg.from_properties(dict(props), sink_type="jsonl", sink={"path": str(out)})
+        self.engine = build_engine(self.config)
+        self.stop_event = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.engine.run(self.stop_event)
+        except BaseException as exc:
+            self.error = exc
+
+    def start(self) -> RunningCapture:
+        self.thread.start()
+        return self
+
+    def stop(self, timeout: float = 60) -> None:
+        self.stop_event.set()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "engine did not stop"
+        if self.error is not None:
+            raise self.error
+
+    def records(self) -> list[dict[str, Any]]:
+        if not self.out.exists():
+            return []
+        return [json.loads(line) for line in self.out.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def wait_slot_active(db: Any, slot: str, capture: RunningCapture | None = None, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if capture is not None and not capture.thread.is_alive():
+            capture.stop()
+            raise AssertionError("engine exited before streaming")
+        rows = db.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+        if rows and rows[0][0]:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"slot {slot} not active after {timeout}s")
+
+
+def emit_sentinel_and_wait(db: Any, capture: RunningCapture, timeout: float = 60, quiet: float = 1.0) -> str:
+    prefix = f"__hw_sentinel_{uuid.uuid4().hex}"
+    db.execute("SELECT pg_logical_emit_message(false, %s, 'end')", (prefix,))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if capture.out.exists() and prefix.encode() in capture.out.read_bytes():
+            break
+        if not capture.thread.is_alive():
+            capture.stop()
+        time.sleep(0.1)
+    else:
+        raise AssertionError("sentinel never arrived")
+    time.sleep(quiet)
+    return prefix
+
+
+def drop_sentinels(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for r in records:
+        key = r.get("key")
+        payload = key.get("payload") if isinstance(key, dict) and "schema" in key else key
+        if r["topic"].endswith(".message") and isinstance(payload, dict) and \
+                str(payload.get("prefix", "")).startswith("__hw_sentinel_"):
+            continue
+        out.append(r)
+    return out
