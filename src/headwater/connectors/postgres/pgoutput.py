@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from struct import Struct
+from struct import error as StructError
 from typing import Any
 
 # Microseconds between the Unix epoch and PostgreSQL's epoch (2000-01-01 UTC).
@@ -324,7 +325,7 @@ def decode(buf: bytes, *, in_stream: bool = False) -> Any:
             return StreamAbort(xid, subxid)
     except ProtocolError:
         raise
-    except (IndexError, ValueError, UnicodeDecodeError) as exc:  # struct.error is a ValueError
+    except (IndexError, ValueError, UnicodeDecodeError, StructError) as exc:
         raise ProtocolError(f"malformed pgoutput {chr(kind)!r} message ({len(buf)} bytes): {exc}") from exc
     raise ProtocolError(f"unknown pgoutput message type {chr(kind)!r} (0x{kind:02x})")
 
