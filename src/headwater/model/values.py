@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Context, Decimal
+
+# Wide enough that scaleb() is exact for any PostgreSQL numeric (up to 131072 digits before the
+# point and 16383 after).
+_EXACT = Context(prec=150_000, Emax=999_999, Emin=-999_999)
 
 
 def unscaled_int(value: Decimal, scale: int) -> int:
     """value * 10**scale as an exact integer (no context rounding; digits past scale truncated)."""
-    sign, digits, exponent = value.as_tuple()
-    if not isinstance(exponent, int):
+    if not value.is_finite():
         raise ValueError(f"{value} has no decimal representation")
-    n = int("".join(map(str, digits)) or "0")
-    shift = exponent + scale
-    n = n * 10 ** shift if shift >= 0 else n // 10 ** (-shift)
-    return -n if sign else n
+    return int(value.scaleb(scale, _EXACT))
 
 
 def decimal_to_unscaled_bytes(value: Decimal, scale: int) -> bytes:

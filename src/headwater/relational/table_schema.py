@@ -59,26 +59,31 @@ class TableSchema:
         self.envelope_schema = envelope
         self.plan = plan
         self.key_fields = key_fields
-        self._plan_tuples = [(p.name, p.index, p.convert, p.optional, p.fallback) for p in plan]
-
-    def row(self, raw: Sequence[Any], missing: Callable[[ColumnPlan], Any] | None = None) -> dict[str, Any]:
-        """Convert a raw tuple (column order of the table) to a row struct value.
-
-        A None raw value is a SQL NULL: optional columns get None (the JSON converter later
-        substitutes schema defaults, as Kafka's does), required ones their fallback."""
-        out: dict[str, Any] = {}
-        for name, index, convert, optional, fallback in self._plan_tuples:
-            value = raw[index]
-            if value is None:
-                out[name] = None if optional else fallback
-            else:
-                out[name] = convert(value)
-        return out
+        self.row: Callable[[Sequence[Any]], dict[str, Any]] = _compile_row(plan)
+        self._key_fields = tuple(key_fields)
 
     def key(self, row: dict[str, Any] | None) -> dict[str, Any] | None:
         if self.key_schema is None or row is None:
             return None
-        return {name: row.get(name) for name in self.key_fields}
+        return {name: row[name] for name in self._key_fields}
+
+
+def _compile_row(plan: list[ColumnPlan]) -> Callable[[Sequence[Any]], dict[str, Any]]:
+    """Generate `row(raw) -> dict` for one table version: one dict display with the conversions
+    inlined, several times faster than looping over the plan for every row.
+
+    A None raw value is a SQL NULL: optional columns get None (the JSON converter later
+    substitutes schema defaults, as Kafka's does), required ones their fallback."""
+    env: dict[str, Any] = {}
+    items = []
+    for i, p in enumerate(plan):
+        env[f"c{i}"] = p.convert
+        env[f"f{i}"] = p.fallback
+        missing = "None" if p.optional else f"f{i}"
+        items.append(f"{p.name!r}: {missing} if (v := raw[{p.index}]) is None else c{i}(v)")
+    src = "def row(raw):\n    return {" + ", ".join(items) + "}\n"
+    exec(src, env)  # column names are embedded via repr()
+    return env["row"]
 
 
 def build_table_schema(

@@ -52,15 +52,26 @@ class JsonConverter:
         """The converter's output for one key or value; None for a null (tombstone) value."""
         if value is None and schema is None:
             return None
+        parts: list[bytes] = []
+        self.append_parts(parts, schema, value)
+        return b"".join(parts)
+
+    def append_parts(self, parts: list[bytes], schema: Schema | None, value: Any) -> None:
+        """Append the output's pieces to `parts` (joined once by the caller: the cached schema
+        text is kilobytes, and copying it into intermediate strings dominated the cost)."""
         if value is None:
             payload = b"null"
+        elif schema is None:
+            payload = orjson.dumps(value)
         else:
-            adapter = self._adapter(schema) if schema is not None else None
+            cached = self._adapters.get(id(schema))
+            adapter = cached[1] if cached is not None and cached[0] is schema else self._adapter(schema)
             payload = orjson.dumps(adapter(value) if adapter is not None else value)
         if not self.schemas_enable:
-            return payload
-        schema_json = schema.json_bytes if schema is not None else b"null"
-        return b'{"schema":' + schema_json + b',"payload":' + payload + b"}"
+            parts.append(payload)
+            return
+        parts += (b'{"schema":', schema.json_bytes if schema is not None else b"null", b',"payload":', payload,
+                  b"}")
 
     def to_jsonable(self, schema: Schema | None, value: Any) -> Any:
         """The same as `to_bytes`, as Python objects (for sinks that embed it)."""
@@ -104,30 +115,38 @@ class JsonConverter:
         return None
 
     def _compile_struct(self, schema: Schema) -> Adapter | None:
-        steps: list[tuple[str, Adapter | None, Any, bool]] = []
-        for f in schema.fields:
+        """Generate a function specialised to this struct: it copies the dict only when a field
+        actually needs a new value, and inlines the null-to-default replacement (a per-field
+        loop costs several times more on the hot path)."""
+        env: dict[str, Any] = {}
+        lines = ["def adapt(value):", "    out = value"]
+        for i, f in enumerate(schema.fields):
             adapter = self._compile(f.schema)
-            use_default = self.replace_null_with_default and f.schema.has_default
-            if adapter is not None or use_default:
-                default = f.schema.default if use_default else None
-                if use_default and adapter is not None and default is not None:
-                    default = adapter(default)
-                steps.append((f.name, adapter, default, use_default))
-        if not steps:
+            use_default = self.replace_null_with_default and f.schema.has_default and f.schema.default is not None
+            if adapter is None and not use_default:
+                continue
+            lines.append(f"    x = value.get({f.name!r})")
+            if use_default:
+                default = adapter(f.schema.default) if adapter is not None else f.schema.default
+                env[f"d{i}"] = default
+                lines += ["    if x is None:",
+                          "        if out is value: out = dict(value)",
+                          f"        out[{f.name!r}] = d{i}"]
+                if adapter is not None:
+                    env[f"a{i}"] = adapter
+                    lines += ["    else:",
+                              "        if out is value: out = dict(value)",
+                              f"        out[{f.name!r}] = a{i}(x)"]
+            else:
+                env[f"a{i}"] = adapter
+                lines += ["    if x is not None:",
+                          "        if out is value: out = dict(value)",
+                          f"        out[{f.name!r}] = a{i}(x)"]
+        if len(lines) == 2:
             return None
-
-        def adapt(value: dict[str, Any]) -> dict[str, Any]:
-            out = dict(value)
-            for name, adapter, default, use_default in steps:
-                v = out.get(name)
-                if v is None:
-                    if use_default:
-                        out[name] = default
-                elif adapter is not None:
-                    out[name] = adapter(v)
-            return out
-
-        return adapt
+        lines.append("    return out")
+        exec("\n".join(lines), env)  # field names are embedded via repr()
+        return env["adapt"]
 
 
 class RecordSerializer:
@@ -179,7 +198,19 @@ class RecordSerializer:
 
     def line(self, record: SourceRecord) -> bytes:
         """The conformance line format: {"topic","key","value","headers"} + newline."""
-        return (b'{"topic":' + orjson.dumps(record.topic)
-                + b',"key":' + (self.key(record) or b"null")
-                + b',"value":' + (self.value(record) or b"null")
-                + b',"headers":' + self.headers_json(record) + b"}\n")
+        parts: list[bytes] = []
+        self.append_line(parts, record)
+        return b"".join(parts)
+
+    def append_line(self, parts: list[bytes], record: SourceRecord) -> None:
+        parts += (b'{"topic":', orjson.dumps(record.topic), b',"key":')
+        if record.key is None and record.key_schema is None:
+            parts.append(b"null")
+        else:
+            self.key_converter.append_parts(parts, record.key_schema, record.key)
+        parts.append(b',"value":')
+        if record.value is None and record.value_schema is None:
+            parts.append(b"null")
+        else:
+            self.value_converter.append_parts(parts, record.value_schema, record.value)
+        parts += (b',"headers":', self.headers_json(record), b"}\n")

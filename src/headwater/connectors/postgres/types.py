@@ -122,6 +122,13 @@ def _fraction(micros: int) -> str:
 
 
 def _timestamptz_iso(text: str) -> str:
+    # Sessions run with TimeZone=UTC, so the common form is 'YYYY-MM-DD HH:MM:SS[.ffffff]+00':
+    # a purely textual rewrite (the general path below is ~20x slower).
+    if len(text) >= 22 and text[-3:] == "+00" and text[4] == "-" and text[10] == " ":
+        body = text[:-3]
+        if "." in body:
+            body = body.rstrip("0").rstrip(".")
+        return body[:10] + "T" + body[11:] + "Z"
     base, micros, offset = _split_timestamp(text)
     utc = base - dt.timedelta(seconds=offset)
     return f"{utc.strftime('%Y-%m-%dT%H:%M:%S')}{_fraction(micros)}Z"
