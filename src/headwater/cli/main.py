@@ -50,7 +50,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         config = cfg.load(args.config, overrides=args.set or ())
     except cfg.ConfigError as exc:
-        _error(str(exc))
+        _error(exc.one_line())
         return EXIT_CONFIG
     for warning in config.warnings:
         log.warning("%s", warning)
@@ -60,7 +60,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         engine = build_engine(config)
         engine.run(stop)
     except cfg.ConfigError as exc:
-        _error(str(exc))
+        _error(exc.one_line())
         return EXIT_CONFIG
     except (ConnectorError, OffsetStoreError) as exc:
         _error(str(exc))
@@ -75,10 +75,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     try:
         config = cfg.load(args.config, overrides=args.set or ())
     except cfg.ConfigError as exc:
-        _error(str(exc))
+        _error(exc.one_line())
         return EXIT_CONFIG
     for warning in config.warnings:
         sys.stderr.write(f"headwater: warning: {warning}\n")
+    from headwater.engine.connector import ConnectorError
+    from headwater.standalone import build_connector
+
+    try:
+        build_connector(config)  # checks the options the connector itself refuses, without connecting
+    except ConnectorError as exc:
+        _error(str(exc))
+        return EXIT_CONFIG
     print(f"{args.config}: valid {config.connector_key} configuration (sink: {config.sink_type or 'stdout'})")
     return EXIT_OK
 

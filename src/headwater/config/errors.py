@@ -28,6 +28,11 @@ class ConfigError(Exception):
     def __str__(self) -> str:
         return self._render()
 
+    def one_line(self) -> str:
+        """All problems on one line, for command-line error messages."""
+        where = f" in {self.source}" if self.source else ""
+        return f"invalid configuration{where}: " + "; ".join(self.problems)
+
     @classmethod
     def combine(cls, errors: Iterable[ConfigError], *, source: str | None = None) -> ConfigError:
         """Merge several errors into one (problems in order)."""

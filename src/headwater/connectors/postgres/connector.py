@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 
 SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
 
-# Debezium's Snapshotter truth table (spec PG-34): (snapshot data?, stream?) per mode.
-_MODES = {"always", "initial", "initial_only", "no_data", "when_needed"}
+# The built-in modes of Debezium's Snapshotter SPI (spec PG-34); `custom` loads Java code.
+_MODES = {"always", "initial", "initial_only", "no_data", "when_needed", "configuration_based"}
 
 
 def parse_key_columns(spec: str | None) -> dict[str, list[str]]:
@@ -65,8 +65,8 @@ class PostgresConnector(SourceConnector):
         mode = config.get("snapshot.mode")
         self.snapshot_mode = "no_data" if mode == "never" else mode
         if self.snapshot_mode not in _MODES:
-            raise ConnectorError(f"snapshot.mode={mode} is not supported by Headwater yet; use one of "
-                                 f"{', '.join(sorted(_MODES))}")
+            raise ConnectorError(f"snapshot.mode={mode} loads a Java Snapshotter implementation, which Headwater "
+                                 f"cannot run; use one of {', '.join(sorted(_MODES))}")
         self.table_filter = TableFilter.build(
             schema_include=config.get("schema.include.list"), schema_exclude=config.get("schema.exclude.list"),
             table_include=config.get("table.include.list"), table_exclude=config.get("table.exclude.list"),
@@ -131,7 +131,7 @@ class PostgresConnector(SourceConnector):
             log.info("created replication slot %s at %s", self.slot_name, format_lsn(created.consistent_point))
             start = self._snapshot(catalog, registry, table_ids, created.snapshot_name, created.consistent_point,
                                    emit, stop)
-            if start is None or self.snapshot_mode == "initial_only" or stop.is_set():
+            if start is None or not self._streams() or stop.is_set():
                 return
         elif slot is None:
             created = create_slot(self._repl, self.slot_name, export_snapshot=False)
@@ -142,6 +142,8 @@ class PostgresConnector(SourceConnector):
                 and stored.lsn_commit is not None and slot.confirmed_flush_lsn > stored.lsn_commit:
             log.warning("slot %s confirmed %s, beyond the stored offset %s; the server resumes from the slot",
                         self.slot_name, format_lsn(slot.confirmed_flush_lsn), format_lsn(stored.lsn_commit))
+        if not self._streams():
+            return
         self._stream(registry, start, emit, stop)
 
     def close(self) -> None:
@@ -203,11 +205,25 @@ class PostgresConnector(SourceConnector):
                         f"table.include.list entry {pattern!r} matches no table in database {self.dbname!r}")
         return captured
 
+    def _based(self, name: str) -> bool:
+        return bool(self.config.get(f"snapshot.mode.configuration.based.{name}"))
+
+    def _streams(self) -> bool:
+        if self.snapshot_mode == "initial_only":
+            return False
+        if self.snapshot_mode == "configuration_based":
+            return self._based("start.stream")
+        return True
+
     def _wants_snapshot(self, stored: PgOffset | None, slot_exists: bool) -> bool:
         mode = self.snapshot_mode
         in_progress = stored is not None and stored.snapshot and not stored.snapshot_completed
         if mode == "always":
             return True
+        if mode == "configuration_based":
+            if stored is not None and not slot_exists and not self._based("snapshot.on.data.error"):
+                raise self._vanished_slot_error(stored)
+            return self._based("snapshot.data") or (stored is not None and not slot_exists)
         if mode == "no_data":
             if stored is not None and not slot_exists:
                 raise self._vanished_slot_error(stored)
