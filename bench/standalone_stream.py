@@ -452,8 +452,8 @@ def report(segments: list[Segment], memory: tuple[Segment, Segment] | None, work
         low, high = (m.median("headwater", "peak_rss_mib") for m in memory)
         failed = any(r.error for m in memory for r in m.runs if r.consumer == "headwater")
         if low and high:
-            spread = abs(high - low) / min(low, high)
-            ok = spread <= MEMORY_TOLERANCE and not failed
+            spread = (high - low) / low
+            ok = abs(high - low) / min(low, high) <= MEMORY_TOLERANCE and not failed
             detail = (f"peak RSS {low:,.0f} MiB at {memory[0].rows:,} rows vs {high:,.0f} MiB at "
                       f"{memory[1].rows:,} rows: {spread:+.0%} (target within {MEMORY_TOLERANCE:.0%})")
         else:

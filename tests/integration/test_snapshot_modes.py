@@ -232,3 +232,16 @@ def test_disabled_autocreate_without_publication_fails(items, tmp_path: Path) ->
     assert not items.execute("SELECT 1 FROM pg_publication WHERE pubname = 'hw_missing'")
     assert not slot_exists(items, slot)
 
+
+
+def test_no_data_with_an_existing_slot_and_no_offsets_streams_from_the_slot(items, tmp_path: Path) -> None:
+    """A slot made beforehand (e.g. by an operator) and no offsets: stream from where the slot
+    stands, so changes made after the slot was created and before the start are delivered."""
+    slot = new_slot()
+    # pgoutput reads the publication through the catalog as of each change, so it must predate the slot
+    items.execute("CREATE PUBLICATION dbz_publication FOR ALL TABLES")
+    items.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
+    items.execute("INSERT INTO public.items VALUES (6, 'v6')")  # after the slot, before Headwater starts
+    props = base_properties(items, tmp_path, slot, **{"snapshot.mode": "no_data"})
+    records = run_until_stopped(items, props, tmp_path / "out.jsonl", ["INSERT INTO public.items VALUES (7, 'v7')"])
+    assert changes(records) == [("c", 6, "v6"), ("c", 7, "v7")]

@@ -137,7 +137,9 @@ class PostgresConnector(SourceConnector):
             created = create_slot(self._repl, self.slot_name, export_snapshot=False)
             self._created_slot = True
             start = start or PgOffset(lsn_commit=created.consistent_point)
-        assert start is not None
+        elif start is None:
+            # no offsets, no snapshot wanted, slot exists: stream from where the slot stands
+            start = PgOffset(lsn_commit=slot.confirmed_flush_lsn or 0)
         if stored is not None and slot is not None and not want_snapshot and slot.confirmed_flush_lsn is not None \
                 and stored.lsn_commit is not None and slot.confirmed_flush_lsn > stored.lsn_commit:
             log.warning("slot %s confirmed %s, beyond the stored offset %s; the server resumes from the slot",
