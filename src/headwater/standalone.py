@@ -3,6 +3,7 @@ sink, offset store and engine."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ from headwater.config import ConfigError, HeadwaterConfig
 from headwater.engine.connector import SourceConnector
 from headwater.engine.coordinator import Engine, EngineSettings, Sink
 from headwater.engine.offsets import FileOffsetStore, MemoryOffsetStore, OffsetStore
-from headwater.serialization.json import JsonConverter, RecordSerializer
+from headwater.serialization.json import RecordSerializer
+from headwater.serialization.parallel import EncodingPool, SerializerSettings
 from headwater.sinks.files import FilesSink, JsonlSink, StdoutSink
 
 
@@ -28,19 +30,28 @@ def run_id() -> str:
     return str(uuid.uuid7()) if hasattr(uuid, "uuid7") else str(uuid.uuid4())
 
 
-def build_serializer(config: HeadwaterConfig, connector: SourceConnector) -> RecordSerializer:
+def serializer_settings(config: HeadwaterConfig, connector: SourceConnector) -> SerializerSettings:
     c = config.connector
-    key = JsonConverter(c.get("key.converter.schemas.enable"), c.get("key.converter.replace.null.with.default"))
-    value = JsonConverter(c.get("value.converter.schemas.enable"),
-                          c.get("value.converter.replace.null.with.default"))
-    header = JsonConverter(c.get("header.converter.schemas.enable"), True)
-    context = [
-        ("__debezium.context.connectorLogicalName", c.get("topic.prefix")),
-        ("__debezium.context.taskId", "0"),
-        ("__debezium.context.connectorName", connector.connector_name),
-        ("__debezium.context.runId", run_id()),
-    ]
-    return RecordSerializer(key, value, header, context)
+    return SerializerSettings(
+        key_schemas_enable=c.get("key.converter.schemas.enable"),
+        value_schemas_enable=c.get("value.converter.schemas.enable"),
+        header_schemas_enable=c.get("header.converter.schemas.enable"),
+        key_replace_null_with_default=c.get("key.converter.replace.null.with.default"),
+        value_replace_null_with_default=c.get("value.converter.replace.null.with.default"),
+        context_headers=(
+            ("__debezium.context.connectorLogicalName", c.get("topic.prefix")),
+            ("__debezium.context.taskId", "0"),
+            ("__debezium.context.connectorName", connector.connector_name),
+            ("__debezium.context.runId", run_id()),
+        ),
+    )
+
+
+def encoding_workers(config: HeadwaterConfig) -> int:
+    configured = config.connector.get("encoding.workers")
+    if configured >= 0:
+        return configured
+    return min(2, os.cpu_count() or 1) if (os.cpu_count() or 1) > 1 else 0
 
 
 def build_sink(config: HeadwaterConfig, serializer: RecordSerializer) -> Sink:
@@ -77,6 +88,11 @@ def engine_settings(config: HeadwaterConfig) -> EngineSettings:
 
 def build_engine(config: HeadwaterConfig, *, sink: Sink | None = None, **kwargs: Any) -> Engine:
     connector = build_connector(config)
-    serializer = build_serializer(config, connector)
-    return Engine(connector, sink or build_sink(config, serializer), build_offset_store(config),
+    settings = serializer_settings(config, connector)
+    workers = encoding_workers(config)
+    # Worker processes hand over serialized lines; a caller watching records (on_batch) or
+    # bringing its own sink gets them built on the reader thread instead.
+    if workers > 0 and sink is None and kwargs.get("on_batch") is None:
+        connector.use_encoding_pool(EncodingPool(workers, settings))
+    return Engine(connector, sink or build_sink(config, settings.create()), build_offset_store(config),
                   engine_settings(config), **kwargs)

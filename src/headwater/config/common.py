@@ -327,6 +327,16 @@ COMMON_FIELDS = FieldSet(
     ),
     # --- queue
     Field(
+        "encoding.workers",
+        T.INT,
+        -1,
+        group="queue",
+        validator=lambda v: None if v >= -1 else "must be -1 (automatic), 0 or a positive number",
+        doc="Headwater only: worker processes that build and serialize streamed events, so capture "
+        "uses more than one core. -1 picks min(2, number of cores) when the sink takes serialized records "
+        "and transaction metadata is off; 0 builds events on the reader thread.",
+    ),
+    Field(
         "max.batch.size",
         T.INT,
         2048,

@@ -41,5 +41,10 @@ class SourceConnector(ABC):
     def acknowledge(self, offset: dict[str, Any]) -> None:
         """Everything up to `offset` is durable downstream. Called from the consumer thread."""
 
+    def use_encoding_pool(self, pool: Any) -> bool:
+        """Offer worker processes that build and serialize records (see
+        headwater.serialization.parallel); return True if the connector will use them."""
+        return False
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources after `run` returned. Called once, from the consumer thread."""

@@ -15,13 +15,17 @@ from typing import Any, Protocol
 from headwater.engine.connector import SourceConnector
 from headwater.engine.offsets import OffsetStore
 from headwater.engine.queue import ChangeEventQueue, QueueClosed
-from headwater.engine.records import SourceRecord
+from headwater.engine.records import EncodedBatch, PendingBatch, SourceRecord
 
 log = logging.getLogger(__name__)
 
 
 class Sink(Protocol):
     def write(self, records: list[SourceRecord]) -> None: ...
+
+    def write_encoded(self, batch: EncodedBatch) -> None:
+        """Records already serialized by worker processes (only called when the sink was
+        built with the serializer those workers use)."""
 
     def flush(self) -> None:
         """Make everything written so far durable."""
@@ -79,13 +83,9 @@ class Engine:
                     error = closed.__cause__
                     break
                 if batch:
-                    records = [item for item in batch if isinstance(item, SourceRecord)]
-                    if records:
-                        self.sink.write(records)
-                        self._count(records)
-                    pending = batch[-1].offset
-                    if self.on_batch is not None:
-                        self.on_batch(records, self.stats)
+                    offset = self._deliver(batch)
+                    if offset is not None:
+                        pending = offset
                 if pending is not None and time.monotonic() - last_commit >= interval:
                     self._commit(partition, pending)
                     pending = None
@@ -101,6 +101,36 @@ class Engine:
                 self.sink.close()
         if error is not None:
             raise error
+
+    def _deliver(self, batch: list[Any]) -> dict[str, Any] | None:
+        """Write one polled batch to the sink, in order; returns the offset after it."""
+        records: list[SourceRecord] = []
+        offset = None
+        for item in batch:
+            if isinstance(item, PendingBatch):
+                if records:
+                    self._write(records)
+                    records = []
+                encoded = item.result()
+                self.sink.write_encoded(encoded)
+                for topic, n, _ in encoded.segments:
+                    self.stats.records += n
+                    self.stats.per_topic[topic] = self.stats.per_topic.get(topic, 0) + n
+                if encoded.offset is not None:
+                    offset = encoded.offset
+            else:
+                if isinstance(item, SourceRecord):
+                    records.append(item)
+                offset = item.offset
+        if records:
+            self._write(records)
+        return offset
+
+    def _write(self, records: list[SourceRecord]) -> None:
+        self.sink.write(records)
+        self._count(records)
+        if self.on_batch is not None:
+            self.on_batch(records, self.stats)
 
     def _read(self, offset: dict[str, Any] | None, queue: ChangeEventQueue) -> None:
         try:

@@ -16,6 +16,11 @@ class QueueClosed(Exception):
     """The producer side failed or was stopped; carries the producer's error as __cause__."""
 
 
+def weight(item: Any) -> int:
+    """How many records an item stands for (a pending batch of a worker counts its messages)."""
+    return getattr(item, "weight", 1)
+
+
 def approximate_size(item: Any) -> int:
     """A cheap estimate of a record's memory, for `max.queue.size.in.bytes`."""
     if not isinstance(item, SourceRecord):
@@ -42,6 +47,7 @@ class ChangeEventQueue:
         self.max_size = max_size
         self.max_bytes = max_bytes
         self._items: deque[Any] = deque()
+        self._count = 0       # sum of item weights, bounded by max_size
         self._bytes = 0
         self._lock = threading.Lock()
         self._not_empty = threading.Condition(self._lock)
@@ -55,14 +61,16 @@ class ChangeEventQueue:
         with self._lock:
             for item in items:
                 size = approximate_size(item) if sizing else 0
-                while not self._closed and (
-                    len(self._items) >= self.max_size
+                w = weight(item)
+                while not self._closed and self._count > 0 and (
+                    self._count + w > self.max_size
                     or (sizing and self._bytes > 0 and self._bytes + size > self.max_bytes)
                 ):
                     self._not_full.wait(0.5)
                 if self._closed:
                     raise QueueClosed("the queue was closed")
                 self._items.append(item)
+                self._count += w
                 self._bytes += size
             self._not_empty.notify()
 
@@ -87,6 +95,7 @@ class ChangeEventQueue:
             n = min(max_batch, len(self._items))
             popleft = self._items.popleft
             batch = [popleft() for _ in range(n)]
+            self._count -= sum(weight(i) for i in batch)
             if self.max_bytes > 0:
                 self._bytes -= sum(approximate_size(i) for i in batch)
             self._not_full.notify_all()

@@ -46,3 +46,32 @@ class OffsetMarker:
 
     def __repr__(self) -> str:
         return f"OffsetMarker({self.offset!r})"
+
+
+class EncodedBatch:
+    """Records already serialized (by a worker process): runs of lines per topic, in order, and
+    the offset after the last of them."""
+
+    __slots__ = ("offset", "segments")
+
+    def __init__(self, segments: list[tuple[str, int, bytes]], offset: dict[str, Any] | None) -> None:
+        self.segments = segments  # (topic, number of lines, the lines)
+        self.offset = offset
+
+    @property
+    def records(self) -> int:
+        return sum(n for _, n, _ in self.segments)
+
+
+class PendingBatch:
+    """An EncodedBatch being produced elsewhere; `result()` waits for it. `weight` is the number
+    of messages it covers, which is what it counts for in the queue's bound."""
+
+    __slots__ = ("future", "weight")
+
+    def __init__(self, future: Any, weight: int = 1) -> None:
+        self.future = future
+        self.weight = weight
+
+    def result(self) -> EncodedBatch:
+        return self.future.result()

@@ -41,9 +41,13 @@ def _float(value: float) -> Any:
 
 
 class JsonConverter:
-    def __init__(self, schemas_enable: bool = True, replace_null_with_default: bool = True) -> None:
+    def __init__(self, schemas_enable: bool = True, replace_null_with_default: bool = True, *,
+                 in_place: bool = False) -> None:
         self.schemas_enable = schemas_enable
         self.replace_null_with_default = replace_null_with_default
+        # Rewrite values inside the record's own dicts instead of copying them: for records that
+        # are serialized once and dropped (worker processes), the copies are pure overhead.
+        self.in_place = in_place
         self._adapters: dict[int, tuple[Schema, Adapter | None]] = {}
 
     # -- public --------------------------------------------------------------------------
@@ -120,6 +124,7 @@ class JsonConverter:
         loop costs several times more on the hot path)."""
         env: dict[str, Any] = {}
         lines = ["def adapt(value):", "    out = value"]
+        copy = "        pass" if self.in_place else "        if out is value: out = dict(value)"
         for i, f in enumerate(schema.fields):
             adapter = self._compile(f.schema)
             use_default = self.replace_null_with_default and f.schema.has_default and f.schema.default is not None
@@ -129,19 +134,13 @@ class JsonConverter:
             if use_default:
                 default = adapter(f.schema.default) if adapter is not None else f.schema.default
                 env[f"d{i}"] = default
-                lines += ["    if x is None:",
-                          "        if out is value: out = dict(value)",
-                          f"        out[{f.name!r}] = d{i}"]
+                lines += ["    if x is None:", copy, f"        out[{f.name!r}] = d{i}"]
                 if adapter is not None:
                     env[f"a{i}"] = adapter
-                    lines += ["    else:",
-                              "        if out is value: out = dict(value)",
-                              f"        out[{f.name!r}] = a{i}(x)"]
+                    lines += ["    else:", copy, f"        out[{f.name!r}] = a{i}(x)"]
             else:
                 env[f"a{i}"] = adapter
-                lines += ["    if x is not None:",
-                          "        if out is value: out = dict(value)",
-                          f"        out[{f.name!r}] = a{i}(x)"]
+                lines += ["    if x is not None:", copy, f"        out[{f.name!r}] = a{i}(x)"]
         if len(lines) == 2:
             return None
         lines.append("    return out")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-from headwater.engine.records import SourceRecord
+from headwater.engine.records import EncodedBatch, SourceRecord
 from headwater.serialization.json import RecordSerializer
 
 
@@ -30,6 +30,11 @@ class JsonlSink:
             append(parts, r)
         # one join per batch: far cheaper than a buffered write per piece
         self._file.write(b"".join(parts))
+        self._file.flush()
+
+    def write_encoded(self, batch: EncodedBatch) -> None:
+        for _, _, lines in batch.segments:
+            self._file.write(lines)
         self._file.flush()
 
     def flush(self) -> None:
@@ -73,6 +78,15 @@ class FilesSink:
         for f in touched:
             f.flush()
 
+    def write_encoded(self, batch: EncodedBatch) -> None:
+        touched = set()
+        for topic, _, lines in batch.segments:
+            f = self._file(topic)
+            f.write(lines)
+            touched.add(f)
+        for f in touched:
+            f.flush()
+
     def flush(self) -> None:
         for f in self._files.values():
             f.flush()
@@ -95,6 +109,10 @@ class StdoutSink:
         line = self.serializer.line
         for r in records:
             self.stream.write(line(r))
+
+    def write_encoded(self, batch: EncodedBatch) -> None:
+        for _, _, lines in batch.segments:
+            self.stream.write(lines)
 
     def flush(self) -> None:
         self.stream.flush()

@@ -12,6 +12,7 @@ import psycopg2
 from headwater.config import Configuration
 from headwater.connectors.postgres import snapshot as snap
 from headwater.connectors.postgres.connection import connect, describe_target, first_line
+from headwater.connectors.postgres.events import BuilderSettings, StreamPosition
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn
 from headwater.connectors.postgres.replication import (
@@ -79,6 +80,7 @@ class PostgresConnector(SourceConnector):
         self._repl: Any = None
         self._streaming: StreamingReader | None = None
         self._created_slot = False
+        self._pool: Any = None
 
     # -- SourceConnector ------------------------------------------------------------------
 
@@ -114,10 +116,7 @@ class PostgresConnector(SourceConnector):
                 f"{slot.database!r}; Headwater needs a pgoutput slot in {self.dbname!r} (choose another slot.name)")
 
         want_snapshot = self._wants_snapshot(stored, slot is not None)
-        registry = SchemaRegistry(
-            catalog, topic_prefix=self.server, delimiter=self.config.get("topic.delimiter"),
-            table_filter=self.table_filter, column_filter=self.column_filter, key_columns=self.key_columns,
-            include_unknown=self.config.get("include.unknown.datatypes"))
+        registry = self.builder_settings().registry(catalog)
 
         self._repl = connect(self.config, replication=True, application_name="headwater-stream")
         start = stored if stored is not None and not want_snapshot else None
@@ -151,6 +150,8 @@ class PostgresConnector(SourceConnector):
     def close(self) -> None:
         if self._streaming is not None:
             self._streaming.final_feedback()
+        if self._pool is not None:
+            self._pool.close()
         for conn in (self._repl, self._conn):
             if conn is not None:
                 try:
@@ -247,14 +248,26 @@ class PostgresConnector(SourceConnector):
             f"{where}; changes since then may be lost. Set snapshot.mode=when_needed (or always) to take a new "
             "snapshot, or remove the offsets file")
 
-    def _dispatcher(self, emit_one: Any, next_offset: Any) -> EventDispatcher:
-        return EventDispatcher(
-            emit=emit_one, next_offset=next_offset,
+    def builder_settings(self) -> BuilderSettings:
+        delimiter = self.config.get("topic.delimiter")
+        return BuilderSettings(
+            server=self.server, dbname=self.dbname, message_topic=f"{self.server}{delimiter}message",
+            topic_delimiter=delimiter, table_filter=self.table_filter, column_filter=self.column_filter,
+            key_columns=self.key_columns, include_unknown=self.config.get("include.unknown.datatypes"),
             tombstones_on_delete=self.config.get("tombstones.on.delete"),
             skipped_operations=self.skipped_operations,
             provide_transaction_metadata=self.config.get("provide.transaction.metadata"),
-            transaction_topic=f"{self.server}{self.config.get('topic.delimiter')}{self.config.get('topic.transaction')}",
+            transaction_topic=f"{self.server}{delimiter}{self.config.get('topic.transaction')}",
         )
+
+    def use_encoding_pool(self, pool: Any) -> bool:
+        """Let worker processes build and serialize streamed events (see
+        headwater.serialization.parallel). Not with transaction metadata, whose BEGIN/END
+        counts need every event of a transaction in one place."""
+        if self.config.get("provide.transaction.metadata"):
+            return False
+        self._pool = pool
+        return True
 
     def _snapshot(self, catalog: CatalogReader, registry: SchemaRegistry, table_ids: list[tuple[TableId, str]],
                   snapshot_name: str | None, lsn: int, emit: Emit, stop: threading.Event) -> PgOffset | None:
@@ -295,7 +308,7 @@ class PostgresConnector(SourceConnector):
                     emit(buffer[:])
                     buffer.clear()
 
-            dispatcher = self._dispatcher(emit_one, next_offset)
+            dispatcher = self.builder_settings().dispatcher(emit_one, next_offset)
             last_index = len(ordered) - 1
             for index, captured in enumerate(ordered):
                 if stop.is_set():
@@ -345,16 +358,19 @@ class PostgresConnector(SourceConnector):
             emit_row(pending[0], True)
 
     def _stream(self, registry: SchemaRegistry, start: PgOffset, emit: Emit, stop: threading.Event) -> None:
+        settings = self.builder_settings()
+        if self._pool is not None:
+            self._pool.start(settings)
         reader = StreamingReader(
-            repl_conn=self._repl, registry=registry, server=self.server, dbname=self.dbname,
-            slot_name=self.slot_name, publication=self.publication,
-            message_topic=f"{self.server}{self.config.get('topic.delimiter')}message",
+            repl_conn=self._repl, registry=registry, settings=settings, slot_name=self.slot_name,
+            publication=self.publication,
             status_interval_s=max(self.config.get("status.update.interval.ms") / 1000, 1.0),
-            flush_lsn_to_server=self._flush_lsn_enabled(), emit_chunk=emit, start=start,
-            dispatcher_factory=self._dispatcher)
+            flush_lsn_to_server=self._flush_lsn_enabled(), emit=emit, position=StreamPosition.resume(start),
+            pool=self._pool)
         self._streaming = reader
         reader.start()
-        log.info("streaming from slot %s at %s", self.slot_name, format_lsn(start.lsn_commit or 0))
+        log.info("streaming from slot %s at %s%s", self.slot_name, format_lsn(start.lsn_commit or 0),
+                 f" with {self._pool.workers} worker processes" if self._pool is not None else "")
         reader.run(stop)
 
     def _flush_lsn_enabled(self) -> bool:

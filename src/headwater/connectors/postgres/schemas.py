@@ -33,6 +33,7 @@ class SchemaRegistry:
         self.key_columns = key_columns
         self.converters = PostgresValueConverters(include_unknown=include_unknown)
         self._by_oid: dict[int, CapturedTable | None] = {}
+        self._versions: dict[int, int] = {}
 
     def topic_for(self, table_id: TableId) -> str:
         return self.delimiter.join([self.topic_prefix, table_id.schema or "", table_id.table])
@@ -50,7 +51,7 @@ class SchemaRegistry:
         out = {}
         for oid, table in self.catalog.read_tables(oids).items():
             captured = self.build(table)
-            self._by_oid[oid] = captured
+            self.define(oid, captured)
             out[oid] = captured
         return out
 
@@ -59,7 +60,7 @@ class SchemaRegistry:
         re-reading the catalog when the relation's columns differ from what is known."""
         table_id = TableId(None, namespace, name)
         if not self.table_filter(table_id):
-            self._by_oid[oid] = None
+            self.define(oid, None)
             return None
         names = tuple(c.name for c in columns)
         current = self._by_oid.get(oid)
@@ -68,14 +69,27 @@ class SchemaRegistry:
             return current
         tables = self.catalog.read_tables([oid])
         if oid not in tables:
-            self._by_oid[oid] = None
+            self.define(oid, None)
             return None
         captured = self.build(tables[oid], names)
-        self._by_oid[oid] = captured
+        self.define(oid, captured)
         return captured
+
+    def define(self, oid: int, captured: CapturedTable | None) -> None:
+        """Set what a relation currently is (None: not captured); bumps its version."""
+        self._by_oid[oid] = captured
+        self._versions[oid] = self._versions.get(oid, 0) + 1
 
     def get(self, oid: int) -> CapturedTable | None:
         return self._by_oid.get(oid)
+
+    def definition(self, oid: int) -> tuple[int, Table | None, tuple[str, ...]]:
+        """(version, table, raw column order) of a relation, to hand to a worker process."""
+        captured = self._by_oid.get(oid)
+        version = self._versions.get(oid, 0)
+        if captured is None:
+            return version, None, ()
+        return version, captured.table, captured.raw_columns
 
 
 def _types_match(table: Table, columns: list[Any]) -> bool:

@@ -83,12 +83,12 @@ class PgOffset:
 
     Restart rule: stream from `lsn_commit` (every transaction whose commit record lies before it
     is done); if `tx_final_lsn` is set, the transaction committing there was partly written and
-    its first `tx_records` records are skipped when it is received again; non-transactional
+    its first `tx_msgs` data messages are skipped when it is received again; non-transactional
     messages at or before `message_lsn` are skipped."""
 
     lsn_commit: int | None = None
     tx_final_lsn: int | None = None
-    tx_records: int = 0
+    tx_msgs: int = 0
     lsn: int | None = None
     tx_id: int | None = None
     ts_usec: int | None = None
@@ -106,7 +106,7 @@ class PgOffset:
         }
         if self.tx_final_lsn is not None:
             d["tx_final_lsn"] = self.tx_final_lsn
-            d["tx_records"] = self.tx_records
+            d["tx_msgs"] = self.tx_msgs
         if self.last_commit_lsn is not None:
             d["last_commit_lsn"] = self.last_commit_lsn
         if self.message_lsn is not None:
@@ -132,7 +132,7 @@ class PgOffset:
         return cls(
             lsn_commit=lsn("lsn_commit"),
             tx_final_lsn=lsn("tx_final_lsn"),
-            tx_records=int(d.get("tx_records", 0)),
+            tx_msgs=int(d.get("tx_msgs", 0)),
             lsn=lsn("lsn"),
             tx_id=d.get("txId"),
             ts_usec=d.get("ts_usec"),

@@ -1,0 +1,296 @@
+"""pgoutput messages -> Debezium records, without I/O.
+
+`StreamPosition` is the stream's position state (transaction, last commit, restart point). It
+is cheap to advance, so the replication reader keeps one for every message it receives, even
+when the heavy work — decoding tuples, building rows and envelopes, serializing — happens
+elsewhere. `ChangeEventBuilder` does that heavy work for a run of messages, starting from a
+copy of the position; given the same position and messages it emits the same records wherever
+it runs (the reader thread, or a worker process fed with `Chunk`s).
+
+Offsets count *messages*: a record's offset says how many data messages of its transaction are
+completely emitted (`tx_msgs`); only the last record of a message advances it. A restart skips
+that many data messages of the partly delivered transaction, so nothing is lost and nothing
+fully written is emitted again.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from headwater.connectors.postgres import pgoutput as pg
+from headwater.connectors.postgres.schemas import CapturedTable, SchemaRegistry
+from headwater.connectors.postgres.source_info import (
+    MESSAGE_COLLECTION,
+    MESSAGE_KEY_SCHEMA,
+    MESSAGE_VALUE_SCHEMA,
+    PgOffset,
+    source_block,
+)
+from headwater.engine.dispatcher import EventDispatcher
+from headwater.engine.records import OffsetMarker, SourceRecord
+from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_MESSAGE, OP_UPDATE
+from headwater.relational.table import Table
+
+# pgoutput message type bytes
+BEGIN, COMMIT, RELATION, INSERT, UPDATE, DELETE, TRUNCATE, MESSAGE = (ord(c) for c in "BCRIUDTM")
+DATA_CHANGES = frozenset((INSERT, UPDATE, DELETE))
+
+
+@dataclass
+class StreamPosition:
+    restart_lsn: int = 0                # every transaction committing before this is done
+    last_commit_lsn: int | None = None  # for source.sequence; None until the first commit of a run
+    message_lsn: int | None = None      # last non-transactional message delivered
+    xid: int | None = None
+    final_lsn: int | None = None        # commit LSN of the transaction in progress
+    commit_ts_us: int = 0
+    tx_msgs: int = 0                    # data messages of the transaction seen so far
+    skip_final_lsn: int | None = None   # resume inside this transaction ...
+    skip_msgs: int = 0                  # ... after this many of its data messages
+    skipping: int = 0
+
+    @classmethod
+    def resume(cls, offset: PgOffset) -> StreamPosition:
+        return cls(restart_lsn=offset.lsn_commit or 0, last_commit_lsn=offset.last_commit_lsn,
+                   message_lsn=offset.message_lsn, skip_final_lsn=offset.tx_final_lsn,
+                   skip_msgs=offset.tx_msgs if offset.tx_final_lsn is not None else 0)
+
+    def begin(self, msg: pg.Begin) -> None:
+        self.xid = msg.xid
+        self.final_lsn = msg.final_lsn
+        self.commit_ts_us = msg.commit_ts_us
+        self.tx_msgs = 0
+        self.skipping = self.skip_msgs if msg.final_lsn == self.skip_final_lsn else 0
+        self.skip_final_lsn = None
+
+    def data(self) -> bool:
+        """A data message of the transaction (I/U/D/T/transactional M): False if already delivered."""
+        self.tx_msgs += 1
+        if self.skipping > 0:
+            self.skipping -= 1
+            return False
+        return True
+
+    def commit(self, msg: pg.Commit) -> None:
+        self.last_commit_lsn = msg.end_lsn
+        self.restart_lsn = msg.end_lsn
+        self.final_lsn = None
+        self.xid = None
+        self.skipping = 0
+
+    def non_transactional_message(self, lsn: int) -> bool:
+        """False if this message was delivered before a restart."""
+        if self.message_lsn is not None and lsn <= self.message_lsn:
+            return False
+        self.last_commit_lsn = lsn
+        self.message_lsn = lsn
+        return True
+
+    def offset(self, lsn: int | None, msgs_done: int) -> dict[str, Any]:
+        d: dict[str, Any] = {"lsn_commit": self.restart_lsn, "lsn": lsn, "txId": self.xid,
+                             "ts_usec": self.commit_ts_us}
+        if self.final_lsn is not None:
+            d["tx_final_lsn"] = self.final_lsn
+            d["tx_msgs"] = msgs_done
+        if self.last_commit_lsn is not None:
+            d["last_commit_lsn"] = self.last_commit_lsn
+        if self.message_lsn is not None:
+            d["message_lsn"] = self.message_lsn
+        return d
+
+
+def message_type(payload: bytes) -> int:
+    return payload[0]
+
+
+def relation_oid(payload: bytes) -> int:
+    """The relation of an I/U/D message (protocol 1: right after the type byte)."""
+    return int.from_bytes(payload[1:5], "big")
+
+
+@dataclass
+class BuilderSettings:
+    """Everything a builder needs besides the messages; picklable, for worker processes."""
+
+    server: str
+    dbname: str
+    message_topic: str
+    topic_delimiter: str
+    table_filter: Any
+    column_filter: Any
+    key_columns: dict[str, list[str]]
+    include_unknown: bool
+    tombstones_on_delete: bool
+    skipped_operations: frozenset[str]
+    provide_transaction_metadata: bool
+    transaction_topic: str
+
+    def dispatcher(self, emit: Callable[[Any], None], next_offset: Callable[[], dict[str, Any]]) -> EventDispatcher:
+        return EventDispatcher(
+            emit=emit, next_offset=next_offset, tombstones_on_delete=self.tombstones_on_delete,
+            skipped_operations=self.skipped_operations,
+            provide_transaction_metadata=self.provide_transaction_metadata,
+            transaction_topic=self.transaction_topic)
+
+    def registry(self, catalog: Any) -> SchemaRegistry:
+        return SchemaRegistry(catalog, topic_prefix=self.server, delimiter=self.topic_delimiter,
+                              table_filter=self.table_filter, column_filter=self.column_filter,
+                              key_columns=self.key_columns, include_unknown=self.include_unknown)
+
+    def create_builder(self) -> ChunkBuilder:
+        """Worker-side factory (see `headwater.engine.encoding`)."""
+        return ChunkBuilder(self)
+
+
+@dataclass
+class Chunk:
+    """A run of messages for a worker: the position before them, and the definitions of the
+    relations they touch (oid -> (version, table, raw column order))."""
+
+    position: StreamPosition
+    messages: list[tuple[bytes, int]]
+    relations: dict[int, tuple[int, Table | None, tuple[str, ...]]] = field(default_factory=dict)
+
+
+class ChangeEventBuilder:
+    """Turns messages into records through the dispatcher, advancing a StreamPosition."""
+
+    def __init__(self, settings: BuilderSettings, registry: SchemaRegistry, position: StreamPosition,
+                 emit: Callable[[Any], None]) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.position = position
+        self._emit = emit
+        self._lsn: int | None = None
+        self._msgs_done = 0
+        self._last_offset: dict[str, Any] | None = None
+        self.dispatcher = settings.dispatcher(emit, self._next_offset)
+
+    def _next_offset(self) -> dict[str, Any]:
+        d = self.position.offset(self._lsn, self._msgs_done)
+        self._last_offset = d
+        return d
+
+    def handle(self, payload: bytes, lsn: int) -> None:
+        kind = payload[0]
+        pos = self.position
+        self._lsn = lsn
+        if kind in DATA_CHANGES:
+            if pos.data():
+                self._data_message(lambda: self._change(pg.decode(payload), lsn))
+        elif kind == BEGIN:
+            pos.begin(pg.decode(payload))
+        elif kind == COMMIT:
+            msg = pg.decode(payload)
+            self._msgs_done = pos.tx_msgs
+            self.dispatcher.transaction_end(f"{pos.xid}:{lsn}", msg.commit_ts_us // 1000)
+            pos.commit(msg)
+            self.dispatcher.dispatch_offset(self._next_offset())
+        elif kind == RELATION:
+            msg = pg.decode(payload)
+            self.registry.for_relation(msg.oid, msg.namespace, msg.name, msg.columns)
+        elif kind == TRUNCATE:
+            if pos.data():
+                self._data_message(lambda: self._truncate(pg.decode(payload), lsn))
+        elif kind == MESSAGE:
+            msg = pg.decode(payload)
+            if msg.transactional:
+                if pos.data():
+                    self._data_message(lambda: self._message(msg, lsn))
+            elif pos.non_transactional_message(lsn):
+                self._msgs_done = pos.tx_msgs
+                self._message(msg, lsn)
+        # Origin and Type messages carry nothing Debezium emits
+
+    def _data_message(self, build: Callable[[], None]) -> None:
+        """Emit one data message's records: all carry `tx_msgs` = messages done before it, and
+        the last one then advances it, so a batch cut inside the message stores a position that
+        re-emits the whole message."""
+        done = self.position.tx_msgs
+        self._msgs_done = done - 1
+        self._last_offset = None
+        build()
+        if self._last_offset is not None and "tx_msgs" in self._last_offset:
+            self._last_offset["tx_msgs"] = done
+        self._msgs_done = done
+
+    def _tx_id(self, lsn: int) -> str:
+        return f"{self.position.xid}:{lsn}"
+
+    def _source(self, captured: CapturedTable, lsn: int) -> dict[str, Any]:
+        pos = self.position
+        return source_block(self.settings.server, self.settings.dbname, ts_us=pos.commit_ts_us, snapshot="false",
+                            schema=captured.table.id.schema or "", table=captured.table.id.table,
+                            tx_id=pos.xid, lsn=lsn, last_commit_lsn=pos.last_commit_lsn)
+
+    def _change(self, msg: Any, lsn: int) -> None:
+        captured = self.registry.get(msg.relation_oid)
+        if captured is None:
+            return
+        schema = captured.schema
+        kind = type(msg)
+        if kind is pg.Insert:
+            op, before, after = OP_CREATE, None, schema.row(msg.new)
+        elif kind is pg.Update:
+            op = OP_UPDATE
+            after = schema.row(msg.new)
+            before = schema.row(msg.old) if msg.old is not None else None
+        else:
+            op, before, after = OP_DELETE, schema.row(msg.old), None
+        self.dispatcher.dispatch_change(
+            schema, captured.topic, op, before, after, self._source(captured, lsn),
+            collection=captured.collection, tx_id=self._tx_id(lsn), tx_ts_ms=self.position.commit_ts_us // 1000)
+
+    def _truncate(self, msg: pg.Truncate, lsn: int) -> None:
+        for oid in msg.relation_oids:
+            captured = self.registry.get(oid)
+            if captured is None:
+                continue
+            self.dispatcher.dispatch_truncate(
+                captured.schema, captured.topic, self._source(captured, lsn), collection=captured.collection,
+                tx_id=self._tx_id(lsn), tx_ts_ms=self.position.commit_ts_us // 1000)
+
+    def _message(self, msg: pg.Message, lsn: int) -> None:
+        s = self.settings
+        pos = self.position
+        if msg.transactional:
+            ts_us, tx_id, tx, tx_ts = pos.commit_ts_us, pos.xid, self._tx_id(lsn), pos.commit_ts_us // 1000
+        else:
+            # Debezium stamps non-transactional messages with the time it saw them, in milliseconds
+            ts_us, tx_id, tx, tx_ts = time.time_ns() // 1_000_000 * 1000, None, None, None
+        source = source_block(s.server, s.dbname, ts_us=ts_us, snapshot="false", schema="", table="",
+                              tx_id=tx_id, lsn=lsn, last_commit_lsn=pos.last_commit_lsn)
+        value = {"op": OP_MESSAGE, "ts_ms": time.time_ns() // 1_000_000, "source": source, "transaction": None,
+                 "message": {"prefix": msg.prefix, "content": msg.content}}
+        self.dispatcher.dispatch_record(s.message_topic, MESSAGE_KEY_SCHEMA, {"prefix": msg.prefix},
+                                        MESSAGE_VALUE_SCHEMA, value, collection=MESSAGE_COLLECTION, op=OP_MESSAGE,
+                                        tx_id=tx, tx_ts_ms=tx_ts)
+
+
+class ChunkBuilder:
+    """Worker side: builds the records of `Chunk`s, caching table schemas by relation version."""
+
+    def __init__(self, settings: BuilderSettings) -> None:
+        self.settings = settings
+        self.registry = settings.registry(None)
+        self._versions: dict[int, int] = {}
+
+    def build(self, chunk: Chunk) -> list[Any]:
+        for oid, (version, table, raw_columns) in chunk.relations.items():
+            if self._versions.get(oid) != version:
+                self.registry.define(oid, None if table is None else self.registry.build(table, raw_columns))
+                self._versions[oid] = version
+        items: list[Any] = []
+        builder = ChangeEventBuilder(self.settings, self.registry, copy.copy(chunk.position), items.append)
+        handle = builder.handle
+        for payload, lsn in chunk.messages:
+            handle(payload, lsn)
+        return items
+
+
+__all__ = ["BuilderSettings", "ChangeEventBuilder", "Chunk", "ChunkBuilder", "OffsetMarker", "SourceRecord",
+           "StreamPosition"]
