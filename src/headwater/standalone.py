@@ -92,7 +92,9 @@ def build_engine(config: HeadwaterConfig, *, sink: Sink | None = None, **kwargs:
     workers = encoding_workers(config)
     # Worker processes hand over serialized lines; a caller watching records (on_batch) or
     # bringing its own sink gets them built on the reader thread instead.
-    if workers > 0 and sink is None and kwargs.get("on_batch") is None:
-        connector.use_encoding_pool(EncodingPool(workers, settings))
-    return Engine(connector, sink or build_sink(config, settings.create()), build_offset_store(config),
-                  engine_settings(config), **kwargs)
+    own_sink = sink is None
+    sink = sink or build_sink(config, settings.create())
+    if workers > 0 and own_sink and kwargs.get("on_batch") is None:
+        target = sink.worker_target() if hasattr(sink, "worker_target") else None
+        connector.use_encoding_pool(EncodingPool(workers, settings, target))
+    return Engine(connector, sink, build_offset_store(config), engine_settings(config), **kwargs)

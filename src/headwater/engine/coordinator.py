@@ -112,7 +112,8 @@ class Engine:
                     self._write(records)
                     records = []
                 encoded = item.result()
-                self.sink.write_encoded(encoded)
+                if not encoded.written:
+                    self.sink.write_encoded(encoded)
                 for topic, n, _ in encoded.segments:
                     self.stats.records += n
                     self.stats.per_topic[topic] = self.stats.per_topic.get(topic, 0) + n

@@ -52,11 +52,13 @@ class EncodedBatch:
     """Records already serialized (by a worker process): runs of lines per topic, in order, and
     the offset after the last of them."""
 
-    __slots__ = ("offset", "segments")
+    __slots__ = ("offset", "segments", "written")
 
-    def __init__(self, segments: list[tuple[str, int, bytes]], offset: dict[str, Any] | None) -> None:
+    def __init__(self, segments: list[tuple[str, int, bytes]], offset: dict[str, Any] | None,
+                 written: bool = False) -> None:
         self.segments = segments  # (topic, number of lines, the lines)
         self.offset = offset
+        self.written = written    # the worker already appended the lines to the sink's files
 
     @property
     def records(self) -> int:

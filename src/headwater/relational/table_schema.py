@@ -60,12 +60,18 @@ class TableSchema:
         self.plan = plan
         self.key_fields = key_fields
         self.row: Callable[[Sequence[Any]], dict[str, Any]] = _compile_row(plan)
-        self._key_fields = tuple(key_fields)
+        self.key: Callable[[dict[str, Any] | None], dict[str, Any] | None] = _compile_key(
+            key_fields if key_schema is not None else None)
 
-    def key(self, row: dict[str, Any] | None) -> dict[str, Any] | None:
-        if self.key_schema is None or row is None:
-            return None
-        return {name: row[name] for name in self._key_fields}
+
+def _compile_key(fields: list[str] | None) -> Callable[[dict[str, Any] | None], dict[str, Any] | None]:
+    """Generate `key(row) -> dict | None` (None for keyless tables or a missing row)."""
+    if not fields:
+        return lambda row: None
+    items = ", ".join(f"{name!r}: row[{name!r}]" for name in fields)
+    env: dict[str, Any] = {}
+    exec(f"def key(row):\n    return None if row is None else {{{items}}}\n", env)
+    return env["key"]
 
 
 def _compile_row(plan: list[ColumnPlan]) -> Callable[[Sequence[Any]], dict[str, Any]]:

@@ -12,6 +12,45 @@ from headwater.engine.records import EncodedBatch, SourceRecord
 from headwater.serialization.json import RecordSerializer
 
 
+class _AppendWriter:
+    """Worker-process side of a file sink: appends encoded segments with O_APPEND writes."""
+
+    def __init__(self, path: str | None, directory: str | None) -> None:
+        self.path = path
+        self.directory = directory
+        self._fds: dict[str, int] = {}
+
+    def _fd(self, name: str) -> int:
+        fd = self._fds.get(name)
+        if fd is None:
+            fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fds[name] = fd
+        return fd
+
+    def write_segments(self, segments: list[tuple[str, int, bytes]]) -> None:
+        for topic, _, lines in segments:
+            name = self.path if self.path is not None else os.path.join(self.directory or ".", topic_file_name(topic))
+            fd = self._fd(name)
+            view = memoryview(lines)
+            while view:
+                view = view[os.write(fd, view):]
+
+
+class WorkerTarget:
+    """Picklable description of a file sink, for worker processes that append to it directly."""
+
+    def __init__(self, path: str | None = None, directory: str | None = None) -> None:
+        self.path = path
+        self.directory = directory
+
+    def open_writer(self) -> _AppendWriter:
+        return _AppendWriter(self.path, self.directory)
+
+
+def topic_file_name(topic: str) -> str:
+    return f"{_UNSAFE.sub('_', topic)}.jsonl"
+
+
 class JsonlSink:
     """All records in one JSONL file, appended. Each batch is handed to the OS at once (readers
     tailing the file see it); `flush` fsyncs, before offsets are stored."""
@@ -37,10 +76,13 @@ class JsonlSink:
             self._file.write(lines)
         self._file.flush()
 
+    def worker_target(self) -> WorkerTarget:
+        return WorkerTarget(path=str(self.path))
+
     def flush(self) -> None:
         self._file.flush()
         if self.fsync:
-            os.fsync(self._file.fileno())
+            os.fsync(self._file.fileno())  # also flushes what worker processes appended
 
     def close(self) -> None:
         if not self._file.closed:
@@ -87,11 +129,24 @@ class FilesSink:
         for f in touched:
             f.flush()
 
+    def worker_target(self) -> WorkerTarget:
+        return WorkerTarget(directory=str(self.directory))
+
     def flush(self) -> None:
         for f in self._files.values():
             f.flush()
             if self.fsync:
                 os.fsync(f.fileno())
+        if self.fsync:
+            # files that only worker processes appended to have no file object here
+            own = {Path(f.name).name for f in self._files.values()}
+            for entry in os.scandir(self.directory):
+                if entry.name.endswith(".jsonl") and entry.name not in own:
+                    fd = os.open(entry.path, os.O_RDONLY)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
 
     def close(self) -> None:
         self.flush()

@@ -168,6 +168,9 @@ class ChangeEventBuilder:
         self._lsn: int | None = None
         self._msgs_done = 0
         self._last_offset: dict[str, Any] | None = None
+        self._source_key: tuple[Any, ...] | None = None
+        self._source_template: dict[str, Any] = {}
+        self._sequence_prefix = ""
         self.dispatcher = settings.dispatcher(emit, self._next_offset)
 
     def _next_offset(self) -> dict[str, Any]:
@@ -222,10 +225,22 @@ class ChangeEventBuilder:
         return f"{self.position.xid}:{lsn}"
 
     def _source(self, captured: CapturedTable, lsn: int) -> dict[str, Any]:
+        """The source block: everything but the LSN is the same for a table within a
+        transaction, so it is built once and copied (a third of the cost on the hot path)."""
         pos = self.position
-        return source_block(self.settings.server, self.settings.dbname, ts_us=pos.commit_ts_us, snapshot="false",
-                            schema=captured.table.id.schema or "", table=captured.table.id.table,
-                            tx_id=pos.xid, lsn=lsn, last_commit_lsn=pos.last_commit_lsn)
+        key = (id(captured), pos.xid, pos.commit_ts_us, pos.last_commit_lsn)
+        if self._source_key != key:
+            self._source_key = key
+            self._source_template = source_block(
+                self.settings.server, self.settings.dbname, ts_us=pos.commit_ts_us, snapshot="false",
+                schema=captured.table.id.schema or "", table=captured.table.id.table, tx_id=pos.xid, lsn=None,
+                last_commit_lsn=pos.last_commit_lsn)
+            last = pos.last_commit_lsn
+            self._sequence_prefix = "[null," if last is None else f'["{last}",'
+        block = self._source_template.copy()
+        block["lsn"] = lsn
+        block["sequence"] = f'{self._sequence_prefix}"{lsn}"]'
+        return block
 
     def _change(self, msg: Any, lsn: int) -> None:
         captured = self.registry.get(msg.relation_oid)

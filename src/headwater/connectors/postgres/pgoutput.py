@@ -168,32 +168,36 @@ def _cstring(buf: bytes, pos: int) -> tuple[str, int]:
     return buf[pos:end].decode("utf-8"), end + 1
 
 
-def decode_tuple(buf: bytes, pos: int) -> tuple[list[Any], int]:
-    """TupleData: Int16 column count, then per column 'n' | 'u' | 't' Int32 len bytes | 'b' ..."""
-    (ncols,) = _I16.unpack_from(buf, pos)
+def decode_tuple(buf: bytes, pos: int, _len: Any = _I32.unpack_from, _count: Any = _I16.unpack_from
+                 ) -> tuple[list[Any], int]:
+    """TupleData: Int16 column count, then per column 'n' | 'u' | 't' Int32 len bytes | 'b' ...
+
+    The hottest loop of streaming: the struct methods are bound as defaults and the text case
+    comes first (pgoutput sends text unless binary mode is requested)."""
+    (ncols,) = _count(buf, pos)
     pos += 2
     values: list[Any] = []
     append = values.append
-    unpack_len = _I32.unpack_from
     for _ in range(ncols):
         kind = buf[pos]
-        pos += 1
         if kind == 116:  # 't'
-            (length,) = unpack_len(buf, pos)
-            pos += 4
-            append(buf[pos:pos + length].decode("utf-8"))
-            pos += length
+            end = pos + 5 + _len(buf, pos + 1)[0]
+            append(buf[pos + 5:end].decode("utf-8"))
+            pos = end
         elif kind == 110:  # 'n'
             append(None)
+            pos += 1
         elif kind == 117:  # 'u'
             append(UNCHANGED_TOAST)
+            pos += 1
         elif kind == 98:  # 'b' (binary mode is never requested, but decode it faithfully)
-            (length,) = unpack_len(buf, pos)
-            pos += 4
-            append(bytes(buf[pos:pos + length]))
-            pos += length
+            end = pos + 5 + _len(buf, pos + 1)[0]
+            append(bytes(buf[pos + 5:end]))
+            pos = end
         else:
-            raise ProtocolError(f"unknown tuple column kind {chr(kind)!r} at byte {pos - 1}")
+            raise ProtocolError(f"unknown tuple column kind {chr(kind)!r} at byte {pos}")
+    if pos > len(buf):
+        raise ProtocolError(f"tuple data runs past the end of the message ({pos} > {len(buf)} bytes)")
     return values, pos
 
 
