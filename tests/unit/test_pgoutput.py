@@ -72,3 +72,9 @@ def test_lsn_text_round_trip():
     assert pg.parse_lsn("16/B374D848") == (0x16 << 32) | 0xB374D848
     with pytest.raises(ValueError, match="X/X"):
         pg.parse_lsn("nonsense")
+
+
+def test_truncated_tuple_is_a_protocol_error():
+    full = b"I" + struct.pack("!I", 7) + b"N" + tuple_data("12345")
+    with pytest.raises(pg.ProtocolError, match="past the end"):
+        pg.decode(full[:-2])

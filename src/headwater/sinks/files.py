@@ -12,6 +12,34 @@ from headwater.engine.records import EncodedBatch, SourceRecord
 from headwater.serialization.json import RecordSerializer
 
 
+def repair_torn_tail(path: str | os.PathLike[str]) -> int:
+    """Cut a partial last line left by a crash (a killed writer can leave half a line), so the
+    next run's lines start on a line of their own. The cut part was never acknowledged — offsets
+    are stored only after an fsync of complete batches — so the restart writes it again.
+    Returns the number of bytes removed."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return 0
+    try:
+        size = os.fstat(fd).st_size
+        end = size
+        while end > 0:
+            start = max(0, end - (1 << 16))
+            block = os.pread(fd, end - start, start)
+            i = block.rfind(b"\n")
+            if i >= 0:
+                end = start + i + 1
+                break
+            end = start
+        if end != size:
+            os.ftruncate(fd, end)
+            os.fsync(fd)
+        return size - end
+    finally:
+        os.close(fd)
+
+
 class _AppendWriter:
     """Worker-process side of a file sink: appends encoded segments with O_APPEND writes."""
 
@@ -60,6 +88,7 @@ class JsonlSink:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.serializer = serializer
         self.fsync = fsync
+        repair_torn_tail(self.path)
         self._file: BinaryIO = open(self.path, "ab", buffering=1 << 20)
 
     def write(self, records: list[SourceRecord]) -> None:
@@ -99,6 +128,9 @@ class FilesSink:
     def __init__(self, directory: str | os.PathLike[str], serializer: RecordSerializer, *, fsync: bool = True) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        for entry in os.scandir(self.directory):
+            if entry.name.endswith(".jsonl"):
+                repair_torn_tail(entry.path)
         self.serializer = serializer
         self.fsync = fsync
         self._files: dict[str, BinaryIO] = {}
