@@ -41,19 +41,29 @@ def _error(message: str) -> None:
     sys.stderr.write(f"headwater: error: {message}\n")
 
 
+def _load(args: argparse.Namespace):  # -> HeadwaterConfig | None (imported lazily for a fast --help)
+    """The configuration named on the command line, its warnings logged; None after an error."""
+    from headwater import config as cfg
+
+    try:
+        config = cfg.load(args.config, overrides=args.set or ())
+    except cfg.ConfigError as exc:
+        _error(exc.one_line())
+        return None
+    for warning in config.warnings:
+        log.warning("%s", warning)
+    return config
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from headwater import config as cfg
     from headwater.engine.connector import ConnectorError
     from headwater.engine.offsets import OffsetStoreError
     from headwater.standalone import build_engine
 
-    try:
-        config = cfg.load(args.config, overrides=args.set or ())
-    except cfg.ConfigError as exc:
-        _error(exc.one_line())
+    config = _load(args)
+    if config is None:
         return EXIT_CONFIG
-    for warning in config.warnings:
-        log.warning("%s", warning)
     stop = threading.Event()
     _install_signal_handlers(stop)
     try:
@@ -70,17 +80,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from headwater import config as cfg
-
-    try:
-        config = cfg.load(args.config, overrides=args.set or ())
-    except cfg.ConfigError as exc:
-        _error(exc.one_line())
-        return EXIT_CONFIG
-    for warning in config.warnings:
-        sys.stderr.write(f"headwater: warning: {warning}\n")
     from headwater.engine.connector import ConnectorError
     from headwater.standalone import build_connector
+
+    config = _load(args)
+    if config is None:
+        return EXIT_CONFIG
 
     try:
         build_connector(config)  # checks the options the connector itself refuses, without connecting
