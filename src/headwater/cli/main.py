@@ -75,6 +75,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ConnectorError, OffsetStoreError) as exc:
         _error(str(exc))
         return EXIT_FAILURE
+    except Exception as exc:  # a bug or an unforeseen condition: say so plainly, keep the trace for a report
+        log.debug("unexpected failure", exc_info=True)
+        _error(f"unexpected {type(exc).__name__}: {exc} (run with -v for the traceback; offsets were stored "
+               "only for what was written, so a restart loses nothing)")
+        return EXIT_FAILURE
     log.info("stopped after %d records", engine.stats.records)
     return EXIT_OK
 
