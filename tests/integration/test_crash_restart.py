@@ -107,7 +107,11 @@ class Runner:
         self.assert_alive()
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(30)
-        self.boundaries.append(self.out.stat().st_size if self.out.exists() else 0)
+        # A kill can land in the middle of a write and leave half a line; the sink cuts it when it
+        # starts again, so the next run's output begins after the last complete line. (If it did
+        # not, the next segment would start with a fragment and fail to parse below.)
+        data = self.out.read_bytes() if self.out.exists() else b""
+        self.boundaries.append(data.rfind(b"\n") + 1)
 
     def terminate(self, timeout: float = 60) -> int:
         assert self.proc is not None
