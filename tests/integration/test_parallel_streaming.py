@@ -3,7 +3,6 @@ the middle of a large transaction resumes inside it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import time
@@ -12,11 +11,7 @@ from pathlib import Path
 from test_crash_restart import Runner
 
 from helpers.capture import RunningCapture, base_properties, drop_sentinels, emit_sentinel_and_wait
-
-_spec = importlib.util.spec_from_file_location(
-    "dbz_normalize", Path(__file__).resolve().parents[1] / "conformance" / "normalize.py")
-normalize = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(normalize)
+from helpers.conformance import normalize
 
 WORKLOAD = [
     # one transaction larger than a worker chunk, so chunks split it

@@ -32,11 +32,15 @@ def test_temporal_and_numeric_text():
     assert t._time_micros("24:00:00") == 86_400_000_000
     assert t._timestamp_micros("2024-02-29 13:45:30.123456") == 1709214330123456
     assert t._timestamptz_iso("2024-02-29 11:45:30.123456+00") == "2024-02-29T11:45:30.123456Z"
-    assert t._timestamptz_iso("2024-02-29 13:45:30+02") == "2024-02-29T11:45:30Z"
+    assert t._timestamptz_iso("2024-02-29 13:45:30+02") == "2024-02-29T11:45:30.000000Z"
+    assert t._timestamptz_iso("2000-01-01 00:00:00+00") == "2000-01-01T00:00:00.000000Z"
+    assert t._timestamptz_iso("2000-01-01 00:00:00.5+00") == "2000-01-01T00:00:00.500000Z"
     assert t._timetz_iso("13:45:30.5+05:30") == "08:15:30.5Z"
     assert t._interval_micros("1 year 2 mons 3 days 04:05:06.789") == 37091106789000
     assert t._money("-$1,234.56") == Decimal("-1234.56")
     assert t._bits("101") == b"\x05"
+    assert t._bits("000") == b""  # BitSet.toByteArray() of no set bit
+    assert t._bits("") == b""
 
 
 def test_array_literals():

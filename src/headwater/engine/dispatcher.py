@@ -69,6 +69,8 @@ class EventDispatcher:
         tx_ts_ms: int | None = None,
     ) -> None:
         key_schema = table_schema.key_schema
+        if op in self.skipped_operations:
+            return  # a skipped update emits nothing, not even the delete/create of a key change
         if op == OP_UPDATE:
             if key_schema is not None and before is not None:
                 old_key = table_schema.key(before)
@@ -82,8 +84,6 @@ class EventDispatcher:
             key = table_schema.key(before)
         else:
             key = table_schema.key(after)
-        if op in self.skipped_operations:
-            return
         if self.on_streamed_key is not None and op != OP_READ:
             self.on_streamed_key(collection, key)
         self._data(topic, key_schema, key, table_schema.envelope_schema,

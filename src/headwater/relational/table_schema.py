@@ -38,6 +38,11 @@ class ValueConverters(Protocol):
     def fallback_for(self, table: Table, column: Column, schema: Schema) -> Any:
         """The value a required column gets when the row carries no value for it."""
 
+    # Optional: connectors whose raw rows may mark a value as unavailable (PostgreSQL's unchanged
+    # TOAST) also define `unavailable_marker` (the raw value) and
+    # `unavailable_for(table, column, schema)` -> the value to emit instead, or NO_DEFAULT when
+    # the column can never carry the marker (no check is compiled for it).
+
 
 @dataclass(slots=True)
 class ColumnPlan:
@@ -46,20 +51,21 @@ class ColumnPlan:
     convert: Callable[[Any], Any]
     optional: bool
     fallback: Any                   # for required columns whose value is missing
+    unavailable: Any = NO_DEFAULT   # emitted for the connector's "unavailable" raw marker
 
 
 class TableSchema:
     """Key/value schemas of one table version and the row/key builders for it."""
 
     def __init__(self, table: Table, key_schema: Schema | None, row_schema: Schema, envelope: Schema,
-                 plan: list[ColumnPlan], key_fields: list[str]) -> None:
+                 plan: list[ColumnPlan], key_fields: list[str], unavailable_marker: Any = None) -> None:
         self.table = table
         self.key_schema = key_schema
         self.row_schema = row_schema
         self.envelope_schema = envelope
         self.plan = plan
         self.key_fields = key_fields
-        self.row: Callable[[Sequence[Any]], dict[str, Any]] = _compile_row(plan)
+        self.row: Callable[[Sequence[Any]], dict[str, Any]] = _compile_row(plan, unavailable_marker)
         self.key: Callable[[dict[str, Any] | None], dict[str, Any] | None] = _compile_key(
             key_fields if key_schema is not None else None)
 
@@ -74,19 +80,27 @@ def _compile_key(fields: list[str] | None) -> Callable[[dict[str, Any] | None], 
     return env["key"]
 
 
-def _compile_row(plan: list[ColumnPlan]) -> Callable[[Sequence[Any]], dict[str, Any]]:
+def _compile_row(plan: list[ColumnPlan], unavailable_marker: Any = None) -> Callable[[Sequence[Any]], dict[str, Any]]:
     """Generate `row(raw) -> dict` for one table version: one dict display with the conversions
     inlined, several times faster than looping over the plan for every row.
 
     A None raw value is a SQL NULL: optional columns get None (the JSON converter later
-    substitutes schema defaults, as Kafka's does), required ones their fallback."""
-    env: dict[str, Any] = {}
+    substitutes schema defaults, as Kafka's does), required ones their fallback. Columns that
+    can carry `unavailable_marker` get their placeholder for it (one identity test; columns that
+    never carry it pay nothing)."""
+    env: dict[str, Any] = {"U": unavailable_marker}
     items = []
     for i, p in enumerate(plan):
         env[f"c{i}"] = p.convert
         env[f"f{i}"] = p.fallback
         missing = "None" if p.optional else f"f{i}"
-        items.append(f"{p.name!r}: {missing} if (v := raw[{p.index}]) is None else c{i}(v)")
+        convert = f"c{i}(v)"
+        if unavailable_marker is not None and p.unavailable is not NO_DEFAULT:
+            env[f"u{i}"] = p.unavailable
+            # a fresh list per row: records must not share mutable values
+            placeholder = f"u{i}[:]" if isinstance(p.unavailable, list) else f"u{i}"
+            convert = f"({placeholder} if v is U else c{i}(v))"
+        items.append(f"{p.name!r}: {missing} if (v := raw[{p.index}]) is None else {convert}")
     src = "def row(raw):\n    return {" + ", ".join(items) + "}\n"
     exec(src, env)  # column names are embedded via repr()
     return env["row"]
@@ -112,6 +126,8 @@ def build_table_schema(
     raw_index = {name: i for i, name in enumerate(raw_order)}
     keys = list(key_columns) if key_columns is not None else list(table.primary_key)
 
+    marker = getattr(converters, "unavailable_marker", None)
+    unavailable_for = getattr(converters, "unavailable_for", None) if marker is not None else None
     fields: list[tuple[str, Schema]] = []
     plan: list[ColumnPlan] = []
     key_field_schemas: dict[str, Schema] = {}
@@ -132,8 +148,9 @@ def build_table_schema(
         fallback = None
         if not column.optional:
             fallback = default if default is not NO_DEFAULT else converters.fallback_for(table, column, schema)
+        unavailable = NO_DEFAULT if unavailable_for is None else unavailable_for(table, column, schema)
         fields.append((column.name, field_schema))
-        plan.append(ColumnPlan(column.name, raw_index[column.name], convert, column.optional, fallback))
+        plan.append(ColumnPlan(column.name, raw_index[column.name], convert, column.optional, fallback, unavailable))
 
     row_schema = struct(f"{base}.Value", fields, optional=True)
     key_schema = None
@@ -141,7 +158,7 @@ def build_table_schema(
     if key_fields:
         key_schema = struct(f"{base}.Key", [(k, key_field_schemas[k]) for k in key_fields])
     envelope = envelope_schema(f"{base}.Envelope", row_schema, source_schema)
-    return TableSchema(table, key_schema, row_schema, envelope, plan, key_fields)
+    return TableSchema(table, key_schema, row_schema, envelope, plan, key_fields, marker)
 
 
 def _finish(schema: Schema, optional: bool, default: Any) -> Schema:

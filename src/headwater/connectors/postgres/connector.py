@@ -4,6 +4,7 @@ streaming from the slot."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from typing import Any
 
@@ -74,6 +75,7 @@ class PostgresConnector(SourceConnector):
             system_schemas=SYSTEM_SCHEMAS)
         self.column_filter = ColumnFilter.build(config.get("column.include.list"), config.get("column.exclude.list"))
         self.key_columns = parse_key_columns(config.get("message.key.columns"))
+        self._include_patterns = [re.compile(p, re.IGNORECASE) for p in config.get("table.include.list") or []]
         skipped = config.get("skipped.operations") or []
         self.skipped_operations = frozenset() if "none" in skipped else frozenset(skipped)
         self._conn: Any = None
@@ -199,8 +201,6 @@ class PostgresConnector(SourceConnector):
         captured = [(t, k) for t, k in tables if self.table_filter(t)]
         includes = self.config.get("table.include.list") or []
         if includes:
-            import re
-
             for pattern in includes:
                 rx = re.compile(pattern, re.IGNORECASE)
                 if not any(rx.fullmatch(t.identifier()) for t, _ in tables):
@@ -258,6 +258,7 @@ class PostgresConnector(SourceConnector):
             skipped_operations=self.skipped_operations,
             provide_transaction_metadata=self.config.get("provide.transaction.metadata"),
             transaction_topic=f"{self.server}{delimiter}{self.config.get('topic.transaction')}",
+            unavailable_placeholder=self.config.get("unavailable.value.placeholder"),
         )
 
     def use_encoding_pool(self, pool: Any) -> bool:
@@ -281,10 +282,8 @@ class PostgresConnector(SourceConnector):
             include = self.config.get("snapshot.include.collection.list") or []
             oids = [catalog.oid_of(t) for t, _ in table_ids]
             tables = registry.load([o for o in oids if o is not None])
-            ordered = sorted(tables.values(), key=lambda c: c.table.id.sort_key())
+            ordered = sorted(tables.values(), key=self._snapshot_order)
             if include:
-                import re
-
                 patterns = [re.compile(p, re.IGNORECASE) for p in include]
                 ordered = [c for c in ordered if any(p.fullmatch(c.collection) for p in patterns)]
             if self.config.get("snapshot.locking.mode") == "shared":
@@ -295,6 +294,7 @@ class PostgresConnector(SourceConnector):
                 if stmt:
                     overrides[name] = stmt
             buffer: list[Any] = []
+            held: list[Any] = []  # the latest record, held back: the snapshot's last one says "last"
 
             offset = PgOffset(lsn_commit=lsn, lsn=lsn, tx_id=txid, snapshot=True)
             offset_dict = offset.to_dict()
@@ -303,7 +303,9 @@ class PostgresConnector(SourceConnector):
                 return offset_dict
 
             def emit_one(item: Any) -> None:
-                buffer.append(item)
+                if held:
+                    buffer.append(held.pop())
+                held.append(item)
                 if len(buffer) >= 512:
                     emit(buffer[:])
                     buffer.clear()
@@ -316,6 +318,11 @@ class PostgresConnector(SourceConnector):
                 self._snapshot_table(reader_conn, captured, overrides, dispatcher, txid, lsn,
                                      index == 0, index == last_index, stop)
             reader_conn.commit()
+            if held:
+                # Debezium marks the snapshot's last record "last" even when empty tables follow it
+                # (its position-based markers alone would say last_in_data_collection)
+                held[0].value["source"]["snapshot"] = "last"
+                buffer.append(held.pop())
             done = PgOffset(lsn_commit=lsn, lsn=lsn, tx_id=txid, snapshot_completed=True)
             dispatcher.dispatch_offset(done.to_dict())
             if buffer:
@@ -328,6 +335,13 @@ class PostgresConnector(SourceConnector):
             raise ConnectorError(f"snapshot failed: {first_line(exc)}") from None
         finally:
             reader_conn.close()
+
+    def _snapshot_order(self, captured: CapturedTable) -> tuple[int, tuple[str, str, str]]:
+        """Debezium snapshots tables in the order of `table.include.list` (the first pattern a
+        table matches), and alphabetically among tables matched by the same pattern."""
+        patterns = self._include_patterns
+        rank = next((i for i, p in enumerate(patterns) if p.fullmatch(captured.collection)), len(patterns))
+        return rank, captured.table.id.sort_key()
 
     def _snapshot_table(self, conn: Any, captured: CapturedTable, overrides: dict[str, str],
                         dispatcher: EventDispatcher, txid: int, lsn: int, first_table: bool, last_table: bool,

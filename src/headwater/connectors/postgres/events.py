@@ -30,10 +30,13 @@ from headwater.connectors.postgres.source_info import (
     PgOffset,
     source_block,
 )
+from headwater.connectors.postgres.types import DEFAULT_UNAVAILABLE_PLACEHOLDER
 from headwater.engine.dispatcher import EventDispatcher
 from headwater.engine.records import OffsetMarker, SourceRecord
 from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_MESSAGE, OP_UPDATE
 from headwater.relational.table import Table
+
+_UNCHANGED = pg.UNCHANGED_TOAST
 
 # pgoutput message type bytes
 BEGIN, COMMIT, RELATION, INSERT, UPDATE, DELETE, TRUNCATE, MESSAGE = (ord(c) for c in "BCRIUDTM")
@@ -128,6 +131,7 @@ class BuilderSettings:
     skipped_operations: frozenset[str]
     provide_transaction_metadata: bool
     transaction_topic: str
+    unavailable_placeholder: str = DEFAULT_UNAVAILABLE_PLACEHOLDER
 
     def dispatcher(self, emit: Callable[[Any], None], next_offset: Callable[[], dict[str, Any]]) -> EventDispatcher:
         return EventDispatcher(
@@ -139,7 +143,8 @@ class BuilderSettings:
     def registry(self, catalog: Any) -> SchemaRegistry:
         return SchemaRegistry(catalog, topic_prefix=self.server, delimiter=self.topic_delimiter,
                               table_filter=self.table_filter, column_filter=self.column_filter,
-                              key_columns=self.key_columns, include_unknown=self.include_unknown)
+                              key_columns=self.key_columns, include_unknown=self.include_unknown,
+                              unavailable_placeholder=self.unavailable_placeholder)
 
     def create_builder(self) -> ChunkBuilder:
         """Worker-side factory (see `headwater.engine.encoding`)."""
@@ -252,7 +257,12 @@ class ChangeEventBuilder:
             op, before, after = OP_CREATE, None, schema.row(msg.new)
         elif kind is pg.Update:
             op = OP_UPDATE
-            after = schema.row(msg.new)
+            new = msg.new
+            if msg.old_kind == "O" and _UNCHANGED in new:
+                # REPLICA IDENTITY FULL: the old tuple has every value, so an unchanged TOAST
+                # value is taken from it instead of becoming the placeholder (as Debezium does)
+                new = [o if n is _UNCHANGED else n for n, o in zip(new, msg.old)]
+            after = schema.row(new)
             before = schema.row(msg.old) if msg.old is not None else None
         else:
             op, before, after = OP_DELETE, schema.row(msg.old), None

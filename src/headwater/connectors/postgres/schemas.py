@@ -7,7 +7,7 @@ from typing import Any
 
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.source_info import SOURCE_SCHEMA
-from headwater.connectors.postgres.types import PostgresValueConverters
+from headwater.connectors.postgres.types import DEFAULT_UNAVAILABLE_PLACEHOLDER, PostgresValueConverters
 from headwater.relational.filters import ColumnFilter, TableFilter
 from headwater.relational.table import Table, TableId
 from headwater.relational.table_schema import TableSchema, build_table_schema
@@ -24,14 +24,16 @@ class CapturedTable:
 
 class SchemaRegistry:
     def __init__(self, catalog: CatalogReader, *, topic_prefix: str, delimiter: str, table_filter: TableFilter,
-                 column_filter: ColumnFilter, key_columns: dict[str, list[str]], include_unknown: bool) -> None:
+                 column_filter: ColumnFilter, key_columns: dict[str, list[str]], include_unknown: bool,
+                 unavailable_placeholder: str = DEFAULT_UNAVAILABLE_PLACEHOLDER) -> None:
         self.catalog = catalog
         self.topic_prefix = topic_prefix
         self.delimiter = delimiter
         self.table_filter = table_filter
         self.column_filter = column_filter
         self.key_columns = key_columns
-        self.converters = PostgresValueConverters(include_unknown=include_unknown)
+        self.converters = PostgresValueConverters(include_unknown=include_unknown,
+                                                  unavailable_placeholder=unavailable_placeholder)
         self._by_oid: dict[int, CapturedTable | None] = {}
         self._versions: dict[int, int] = {}
 

@@ -13,9 +13,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from struct import pack as struct_pack
 from typing import Any
 
-from headwater.model.schema import NO_DEFAULT, Schema, struct
+from headwater.connectors.postgres.pgoutput import UNCHANGED_TOAST
+from headwater.model.schema import NO_DEFAULT, Field, Schema, struct
 from headwater.relational.table import Column, Table
 
 Converter = Callable[[str], Any]
@@ -122,16 +124,34 @@ def _fraction(micros: int) -> str:
 
 
 def _timestamptz_iso(text: str) -> str:
+    """timestamptz text -> ZonedTimestamp with exactly 6 fraction digits (Debezium formats with the
+    column's scale as fractional width, and an unconstrained timestamptz has scale 6)."""
     # Sessions run with TimeZone=UTC, so the common form is 'YYYY-MM-DD HH:MM:SS[.ffffff]+00':
     # a purely textual rewrite (the general path below is ~20x slower).
     if len(text) >= 22 and text[-3:] == "+00" and text[4] == "-" and text[10] == " ":
         body = text[:-3]
-        if "." in body:
-            body = body.rstrip("0").rstrip(".")
-        return body[:10] + "T" + body[11:] + "Z"
+        if len(body) == 19:
+            return body[:10] + "T" + body[11:] + ".000000Z"
+        return body[:10] + "T" + body[11:].ljust(15, "0") + "Z"
+    return _timestamptz_general(text, 6)
+
+
+def _timestamptz_general(text: str, width: int) -> str:
     base, micros, offset = _split_timestamp(text)
     utc = base - dt.timedelta(seconds=offset)
-    return f"{utc.strftime('%Y-%m-%dT%H:%M:%S')}{_fraction(micros)}Z"
+    if width <= 0:  # Debezium falls back to ISO_OFFSET_DATE_TIME: only the digits needed
+        fraction = _fraction(micros)
+    else:
+        fraction = "." + f"{micros:06d}".ljust(9, "0")[:width]
+    return f"{utc.strftime('%Y-%m-%dT%H:%M:%S')}{fraction}Z"
+
+
+def _timestamptz_converter(pg: PgType) -> Converter:
+    """timestamptz(p): the fraction has exactly p digits (p = 6 without a modifier)."""
+    width = pg.modifier if pg.modifier >= 0 else 6
+    if width == 6:
+        return _timestamptz_iso
+    return lambda text: _timestamptz_general(text, width)
 
 
 def _timetz_iso(text: str) -> str:
@@ -227,10 +247,118 @@ def _money(text: str) -> Decimal:
 
 def _bits(text: str) -> bytes:
     """Debezium's Bits: the bit string as an integer, little-endian bytes (Java BitSet)."""
-    if not text:
-        return b""
-    value = int(text, 2)
-    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "little") if value else b"\x00"
+    value = int(text, 2) if text else 0
+    # BitSet.toByteArray(): as many bytes as the highest set bit needs, so no bit set -> no bytes
+    return value.to_bytes((value.bit_length() + 7) // 8, "little")
+
+
+def _hstore_pairs(text: str) -> list[tuple[str, str | None]]:
+    """hstore's text output (`"k"=>"v", "k2"=>NULL`) -> pairs in text order."""
+    pairs: list[tuple[str, str | None]] = []
+    i, n = 0, len(text)
+
+    def token(i: int) -> tuple[str | None, int]:
+        if text[i] == '"':
+            buf = []
+            i += 1
+            while text[i] != '"':
+                if text[i] == "\\":
+                    i += 1
+                buf.append(text[i])
+                i += 1
+            return "".join(buf), i + 1
+        j = i
+        while j < n and text[j] not in ",=> ":
+            j += 1
+        word = text[i:j]
+        return (None if word.upper() == "NULL" else word), j
+
+    while i < n:
+        while i < n and text[i] in " ,":
+            i += 1
+        if i >= n:
+            break
+        key, i = token(i)
+        while text[i] == " ":
+            i += 1
+        i += 2  # =>
+        while text[i] == " ":
+            i += 1
+        value, i = token(i)
+        pairs.append((key or "", value))
+    return pairs
+
+
+def _java_string_hash(s: str) -> int:
+    h = 0
+    data = s.encode("utf-16-be")
+    for k in range(0, len(data), 2):
+        h = (31 * h + (data[k] << 8 | data[k + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hashmap_order(keys: list[str]) -> list[str]:
+    """The iteration order of a java.util.HashMap<String, …> the keys were put into, in order
+    (duplicates keep their first position): bucket by bucket, insertion order inside a bucket."""
+    unique = list(dict.fromkeys(keys))
+    capacity = 16
+    while len(unique) > capacity * 3 // 4:
+        capacity *= 2
+    mask = capacity - 1
+
+    def bucket(key: str) -> int:
+        h = _java_string_hash(key)
+        return (h ^ (h >> 16)) & mask
+
+    return sorted(unique, key=bucket)  # sorted() is stable: insertion order within a bucket
+
+
+_JSON_CONTROL = re.compile(r"\\u00([0-9a-f]{2})")
+
+
+def jackson_string_object(pairs: list[tuple[str, str | None]]) -> str:
+    """A string->string map as Jackson's JsonGenerator writes it: compact, non-ASCII kept,
+    control characters as upper-case \\u escapes."""
+    import json
+
+    text = json.dumps(dict(pairs), ensure_ascii=False, separators=(",", ":"))
+    if "\\u00" in text:
+        text = _JSON_CONTROL.sub(lambda m: "\\u00" + m.group(1).upper(), text)
+    return text
+
+
+def _hstore_json(text: str) -> str:
+    """hstore -> Debezium's JSON string: pgJDBC's HStoreConverter fills a HashMap, which Jackson
+    then writes in HashMap order."""
+    pairs = _hstore_pairs(text)
+    if len(pairs) > 1:
+        values = dict(pairs)
+        pairs = [(k, values[k]) for k in java_hashmap_order([k for k, _ in pairs])]
+    return jackson_string_object(pairs)
+
+
+_POINT_SCHEMA = Schema("struct", name="io.debezium.data.geometry.Point", version=1, doc="Geometry (POINT)",
+                       fields=[Field("x", Schema("float64")), Field("y", Schema("float64")),
+                               Field("wkb", Schema("bytes", optional=True)),
+                               Field("srid", Schema("int32", optional=True))])
+
+
+def _point_value(x: float, y: float) -> dict[str, Any]:
+    return {"x": x, "y": y, "wkb": struct_pack("<bIdd", 1, 1, x, y), "srid": None}
+
+
+def _point(text: str) -> dict[str, Any]:
+    """`(x,y)` -> Debezium's Point struct (with the point as little-endian WKB)."""
+    x, y = text.strip().lstrip("(").rstrip(")").split(",")
+    return _point_value(float(x), float(y))
+
+
+def _time_millis(text: str) -> int:
+    return _time_micros(text) // 1000
+
+
+def _timestamp_millis(text: str) -> int:
+    return _timestamp_micros(text) // 1000
 
 
 # -- the mapping ------------------------------------------------------------------------------
@@ -265,7 +393,12 @@ _SIMPLE: dict[str, tuple[Schema, Converter]] = {
     "macaddr8": (Schema("string"), str),
     "ltree": (Schema("string", name="io.debezium.data.Ltree", version=1), str),
     "tsvector": (Schema("string", name="io.debezium.data.Tsvector", version=1), str),
+    "hstore": (Schema("string", name="io.debezium.data.Json", version=1), _hstore_json),
+    "point": (_POINT_SCHEMA, _point),
 }
+
+_MILLI_TIME = (Schema("int32", name="io.debezium.time.Time", version=1), _time_millis)
+_MILLI_TIMESTAMP = (Schema("int64", name="io.debezium.time.Timestamp", version=1), _timestamp_millis)
 
 _VARIABLE_SCALE_SCHEMA = struct(
     "io.debezium.data.VariableScaleDecimal",
@@ -312,6 +445,13 @@ def schema_and_converter(pg: PgType, *, include_unknown: bool = False) -> tuple[
     if pg.kind == "e":
         return (Schema("string", name="io.debezium.data.Enum", version=1,
                        parameters={"allowed": ",".join(pg.enum_labels)}), str)
+    if 0 <= pg.modifier and pg.name in ("time", "timestamp", "timestamptz"):
+        # time.precision.mode=adaptive: TIME(0..3)/TIMESTAMP(0..3) in milliseconds; timestamptz(p)
+        # formats exactly p fraction digits
+        if pg.name == "timestamptz":
+            return _SIMPLE["timestamptz"][0], _timestamptz_converter(pg)
+        if pg.modifier <= 3:
+            return _MILLI_TIME if pg.name == "time" else _MILLI_TIMESTAMP
     simple = _SIMPLE.get(pg.name)
     if simple is not None:
         return simple
@@ -334,6 +474,8 @@ def schema_and_converter(pg: PgType, *, include_unknown: bool = False) -> tuple[
 def fallback_value(schema: Schema) -> Any:
     if schema.name == "org.apache.kafka.connect.data.Decimal":
         return Decimal(0)
+    if schema.name == _POINT_SCHEMA.name:
+        return _point_value(0.0, 0.0)
     return _FALLBACK_BY_CONNECT_TYPE.get(schema.type)
 
 
@@ -369,11 +511,73 @@ def parse_default(expression: str | None, converter: Converter) -> Any:
         return NO_DEFAULT
 
 
+# -- unchanged TOAST values -------------------------------------------------------------------
+
+DEFAULT_UNAVAILABLE_PLACEHOLDER = "__debezium_unavailable_value"
+
+# Fixed-width types are never stored out of line, so their values are never "unchanged TOAST".
+_FIXED_WIDTH = frozenset({
+    "int2", "int4", "int8", "oid", "float4", "float8", "bool", "char", "name", "date", "time", "timetz",
+    "timestamp", "timestamptz", "interval", "uuid", "money", "macaddr", "macaddr8", "point",
+})
+# Array types whose placeholder Debezium builds specially (UnchangedToastedReplicationMessageColumn).
+_TEXT_ARRAY_ELEMENTS = frozenset({"text", "varchar", "json", "jsonb"})
+_BYTE_VALUE_ARRAY_ELEMENTS = frozenset({"int4", "date", "int8"})
+
+
+def placeholder_bytes(setting: str) -> bytes:
+    """`unavailable.value.placeholder` as bytes (`hex:` prefix: hex-encoded octets)."""
+    if setting.startswith("hex:"):
+        return bytes.fromhex(setting[4:])
+    return setting.encode("utf-8")
+
+
+def _java_name_uuid(data: bytes) -> str:
+    import hashlib
+    import uuid
+
+    return str(uuid.UUID(bytes=hashlib.md5(data).digest(), version=3))
+
+
+def unavailable_value(pg: PgType, schema: Schema, placeholder: bytes) -> Any:
+    """What Debezium emits for an unchanged TOAST value of this type (`unavailable.value.placeholder`
+    in the type's shape), or NO_DEFAULT for types that are never TOASTed or that Debezium cannot
+    represent (the converter then fails loudly on the marker)."""
+    text = placeholder.decode("utf-8", "replace")  # Java: new String(bytes)
+    if pg.element is not None:
+        element = pg.element.name
+        if element in _TEXT_ARRAY_ELEMENTS:
+            return [text]
+        if element in _BYTE_VALUE_ARRAY_ELEMENTS:
+            return [b - 256 if b > 127 else b for b in placeholder]  # Java's signed bytes
+        if element == "uuid":
+            return [_java_name_uuid(placeholder)]
+        items = schema.items
+        if items is not None and items.type == "bytes" and items.name is None:
+            return [placeholder]
+        if items is not None and items.type == "string":
+            return [text]
+        return NO_DEFAULT
+    if pg.kind == "e" or pg.name in _FIXED_WIDTH:
+        return NO_DEFAULT
+    if pg.name == "hstore":
+        return jackson_string_object([(text, text)])
+    if schema.type == "string":
+        return text
+    if schema.type == "bytes" and schema.name is None:
+        return placeholder
+    return NO_DEFAULT
+
+
 class PostgresValueConverters:
     """`ValueConverters` for PostgreSQL (see headwater.relational.table_schema)."""
 
-    def __init__(self, *, include_unknown: bool = False) -> None:
+    def __init__(self, *, include_unknown: bool = False,
+                 unavailable_placeholder: str = DEFAULT_UNAVAILABLE_PLACEHOLDER) -> None:
         self.include_unknown = include_unknown
+        # raw value the streaming decoder puts for an unchanged TOAST column
+        self.unavailable_marker = UNCHANGED_TOAST
+        self.unavailable_placeholder = placeholder_bytes(unavailable_placeholder)
 
     def _mapping(self, column: Column) -> tuple[Schema, Converter] | None:
         pg = column.native
@@ -401,3 +605,8 @@ class PostgresValueConverters:
 
     def fallback_for(self, table: Table, column: Column, schema: Schema) -> Any:
         return fallback_value(schema)
+
+    def unavailable_for(self, table: Table, column: Column, schema: Schema) -> Any:
+        pg = column.native
+        assert isinstance(pg, PgType)
+        return unavailable_value(pg, schema, self.unavailable_placeholder)

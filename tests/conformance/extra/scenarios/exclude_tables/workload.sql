@@ -1,0 +1,13 @@
+INSERT INTO public.orders VALUES (2, 'ink');
+INSERT INTO public.audit VALUES (2, 'ins');
+INSERT INTO public.audit_log VALUES (2, 'ins');
+INSERT INTO public.notaudit VALUES (2, 'ins');
+BEGIN;
+UPDATE public.orders SET item = 'pencil' WHERE id = 1;
+UPDATE public.audit SET msg = 'upd' WHERE id = 1;
+UPDATE public.audit_log SET msg = 'upd' WHERE id = 1;
+COMMIT;
+DELETE FROM public.audit WHERE id = 2;
+DELETE FROM public.audit_log WHERE id = 2;
+DELETE FROM public.orders WHERE id = 2;
+DELETE FROM public.notaudit WHERE id = 2;
