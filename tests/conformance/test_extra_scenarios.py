@@ -23,7 +23,6 @@ GOLDEN = EXTRA / "golden"
 # Scenarios where Headwater knowingly differs (an xfail(strict) each, with the exact difference).
 KNOWN_DIFFERENCES: dict[str, str] = {}
 
-
 def _params() -> list:
     out = []
     for sdir in sorted(p for p in SCENARIOS.iterdir() if p.is_dir()):

@@ -55,13 +55,14 @@ def describe_diff(got: list[dict], want: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_scenario(scenario: Path, golden: Path, pg_db: Any, tmp_path: Path) -> tuple[list[dict], list[dict]]:
+def run_scenario(scenario: Path, golden: Path, pg_db: Any, tmp_path: Path,
+                 extra: dict[str, str] | None = None) -> tuple[list[dict], list[dict]]:
     """The shared protocol: setup, start, wait for streaming, workload, sentinel, stop; then both
     sides normalized. HW_CONFORMANCE_DUMP=<dir> also writes them there for diffing."""
     name = scenario.name
     pg_db.psql(scenario / "setup.sql")
     slot = f"hw_{name}"[:60]
-    props = base_properties(pg_db, tmp_path, slot, **read_props(scenario / "props.txt"))
+    props = base_properties(pg_db, tmp_path, slot, **{**read_props(scenario / "props.txt"), **(extra or {})})
     capture = RunningCapture(props, tmp_path / "out.jsonl").start()
     try:
         wait_slot_active(pg_db, slot, capture)

@@ -6,9 +6,9 @@ operations, and transaction metadata. Connectors hand it rows already converted 
 table schemas, a source block and the transaction id; every record it emits carries the offset
 the connector's `next_offset` callable returns for it.
 
-Seams for later features: `dispatch_heartbeat` (heartbeat records), and `on_streamed_key`
-(incremental-snapshot windows evict buffered snapshot rows by key) are called at the points
-where Debezium's dispatcher calls them.
+`dispatch_heartbeat` emits Debezium's heartbeat record (`heartbeat.interval.ms`); the seam
+`on_streamed_key` (incremental-snapshot windows evict buffered snapshot rows by key) is called
+at the point where Debezium's dispatcher calls it.
 """
 
 from __future__ import annotations
@@ -24,11 +24,15 @@ from headwater.engine.transaction import (
     TransactionContext,
 )
 from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_READ, OP_TRUNCATE, OP_UPDATE
-from headwater.model.schema import Schema
+from headwater.model.schema import INT64, STRING, Schema, struct
 from headwater.relational.table_schema import TableSchema
 
 OLD_KEY_HEADER = "__debezium.oldkey"
 NEW_KEY_HEADER = "__debezium.newkey"
+
+# Debezium's heartbeat record (io.debezium.heartbeat.HeartbeatImpl)
+HEARTBEAT_KEY_SCHEMA = struct("io.debezium.connector.common.ServerNameKey", [("serverName", STRING)], version=1)
+HEARTBEAT_VALUE_SCHEMA = struct("io.debezium.connector.common.Heartbeat", [("ts_ms", INT64)], version=1)
 
 
 class EventDispatcher:
@@ -131,9 +135,18 @@ class EventDispatcher:
         """A processed position with no record (commit, filtered change)."""
         self._emit(OffsetMarker(offset))
 
-    def dispatch_heartbeat(self, offset: dict[str, Any]) -> None:
-        """Seam for heartbeat records (`heartbeat.interval.ms`); for now a stored position."""
-        self._emit(OffsetMarker(offset))
+    def dispatch_heartbeat(self, offset: dict[str, Any], topic: str | None = None, server_name: str = "",
+                           ts_ms: int | None = None) -> None:
+        """A heartbeat (`heartbeat.interval.ms`): the record Debezium sends to
+        `<topic.heartbeat.prefix>.<topic.prefix>` — key {serverName}, value {ts_ms}, no headers —
+        carrying `offset`; without a topic only the position (an OffsetMarker)."""
+        if topic is None:
+            self._emit(OffsetMarker(offset))
+            return
+        if ts_ms is None:
+            ts_ms = self._clock() // 1_000_000
+        self._emit(SourceRecord(topic, HEARTBEAT_KEY_SCHEMA, {"serverName": server_name}, HEARTBEAT_VALUE_SCHEMA,
+                                {"ts_ms": ts_ms}, offset, (), None, None, context_headers=False))
 
     # -- transactions ---------------------------------------------------------------------
 

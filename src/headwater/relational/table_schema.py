@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from headwater.model.envelope import envelope_schema
 from headwater.model.schema import NO_DEFAULT, Schema, replace, struct
+from headwater.relational.column_mappers import ColumnMappers, default_source_column
 from headwater.relational.filters import ColumnFilter
 from headwater.relational.table import Column, Table
 
@@ -42,6 +43,8 @@ class ValueConverters(Protocol):
     # TOAST) also define `unavailable_marker` (the raw value) and
     # `unavailable_for(table, column, schema)` -> the value to emit instead, or NO_DEFAULT when
     # the column can never carry the marker (no check is compiled for it).
+    # Optional too: `source_column(table, column)` -> `column_mappers.SourceColumn`, the column as
+    # Debezium describes it (JDBC type, type name, length, scale), for the column mappers.
 
 
 @dataclass(slots=True)
@@ -52,6 +55,7 @@ class ColumnPlan:
     optional: bool
     fallback: Any                   # for required columns whose value is missing
     unavailable: Any = NO_DEFAULT   # emitted for the connector's "unavailable" raw marker
+    mapper: Callable[[Any], Any] | None = None  # column mapper, applied to every value (None too)
 
 
 class TableSchema:
@@ -87,7 +91,8 @@ def _compile_row(plan: list[ColumnPlan], unavailable_marker: Any = None) -> Call
     A None raw value is a SQL NULL: optional columns get None (the JSON converter later
     substitutes schema defaults, as Kafka's does), required ones their fallback. Columns that
     can carry `unavailable_marker` get their placeholder for it (one identity test; columns that
-    never carry it pay nothing)."""
+    never carry it pay nothing). Columns with a mapper (masking, truncation, hashing) wrap the
+    whole value expression in it; the others are compiled exactly as without mappers."""
     env: dict[str, Any] = {"U": unavailable_marker}
     items = []
     for i, p in enumerate(plan):
@@ -100,7 +105,11 @@ def _compile_row(plan: list[ColumnPlan], unavailable_marker: Any = None) -> Call
             # a fresh list per row: records must not share mutable values
             placeholder = f"u{i}[:]" if isinstance(p.unavailable, list) else f"u{i}"
             convert = f"({placeholder} if v is U else c{i}(v))"
-        items.append(f"{p.name!r}: {missing} if (v := raw[{p.index}]) is None else {convert}")
+        value = f"{missing} if (v := raw[{p.index}]) is None else {convert}"
+        if p.mapper is not None:
+            env[f"m{i}"] = p.mapper
+            value = f"m{i}({value})"
+        items.append(f"{p.name!r}: {value}")
     src = "def row(raw):\n    return {" + ", ".join(items) + "}\n"
     exec(src, env)  # column names are embedded via repr()
     return env["row"]
@@ -115,11 +124,13 @@ def build_table_schema(
     key_columns: Sequence[str] | None = None,
     column_filter: ColumnFilter | None = None,
     raw_columns: Sequence[str] | None = None,
+    mappers: ColumnMappers | None = None,
 ) -> TableSchema:
     """Build the schemas for `table`.
 
     `key_columns` overrides the primary key (`message.key.columns`); `raw_columns` is the column
-    order of the raw tuples (defaults to the table's column order)."""
+    order of the raw tuples (defaults to the table's column order); `mappers` are the configured
+    column mappers (value fields only, as in Debezium: key fields keep their plain schema)."""
     base = f"{topic_prefix}.{table.id.schema}.{table.id.table}" if table.id.schema else \
         f"{topic_prefix}.{table.id.table}"
     raw_order = list(raw_columns) if raw_columns is not None else table.column_names()
@@ -128,6 +139,9 @@ def build_table_schema(
 
     marker = getattr(converters, "unavailable_marker", None)
     unavailable_for = getattr(converters, "unavailable_for", None) if marker is not None else None
+    if mappers is not None and not mappers:
+        mappers = None
+    describe = getattr(converters, "source_column", default_source_column) if mappers is not None else None
     fields: list[tuple[str, Schema]] = []
     plan: list[ColumnPlan] = []
     key_field_schemas: dict[str, Schema] = {}
@@ -149,8 +163,16 @@ def build_table_schema(
         if not column.optional:
             fallback = default if default is not NO_DEFAULT else converters.fallback_for(table, column, schema)
         unavailable = NO_DEFAULT if unavailable_for is None else unavailable_for(table, column, schema)
+        mapper = None
+        if describe is not None:
+            assert mappers is not None
+            mapped = mappers.for_column(table.id, describe(table, column), schema)
+            if mapped is not None:
+                field_schema = _finish(mapped[0], column.optional, default)
+                mapper = mapped[1]
         fields.append((column.name, field_schema))
-        plan.append(ColumnPlan(column.name, raw_index[column.name], convert, column.optional, fallback, unavailable))
+        plan.append(ColumnPlan(column.name, raw_index[column.name], convert, column.optional, fallback, unavailable,
+                               mapper))
 
     row_schema = struct(f"{base}.Value", fields, optional=True)
     key_schema = None

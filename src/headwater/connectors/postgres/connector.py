@@ -28,6 +28,7 @@ from headwater.connectors.postgres.streaming import StreamingReader
 from headwater.engine.connector import ConnectorError, Emit, SourceConnector
 from headwater.engine.dispatcher import EventDispatcher
 from headwater.model.envelope import OP_READ
+from headwater.relational.column_mappers import ColumnMappers
 from headwater.relational.filters import ColumnFilter, TableFilter
 from headwater.relational.table import TableId
 
@@ -83,6 +84,7 @@ class PostgresConnector(SourceConnector):
         self._streaming: StreamingReader | None = None
         self._created_slot = False
         self._pool: Any = None
+        self._heartbeat_conn: Any = None
 
     # -- SourceConnector ------------------------------------------------------------------
 
@@ -154,13 +156,14 @@ class PostgresConnector(SourceConnector):
             self._streaming.final_feedback()
         if self._pool is not None:
             self._pool.close()
-        for conn in (self._repl, self._conn):
+        for conn in (self._repl, self._conn, self._heartbeat_conn):
             if conn is not None:
                 try:
                     conn.close()
                 except psycopg2.Error:
                     pass
         self._repl = None
+        self._heartbeat_conn = None
         if self.config.get("slot.drop.on.stop") and self._conn is not None:
             try:
                 conn = connect(self.config, application_name="headwater-cleanup")
@@ -259,6 +262,9 @@ class PostgresConnector(SourceConnector):
             provide_transaction_metadata=self.config.get("provide.transaction.metadata"),
             transaction_topic=f"{self.server}{delimiter}{self.config.get('topic.transaction')}",
             unavailable_placeholder=self.config.get("unavailable.value.placeholder"),
+            column_mappers=ColumnMappers.from_config(self.config),
+            heartbeat_topic=(f"{self.config.get('topic.heartbeat.prefix')}{delimiter}{self.server}"
+                             if self.config.get("heartbeat.interval.ms") > 0 else None),
         )
 
     def use_encoding_pool(self, pool: Any) -> bool:
@@ -380,12 +386,28 @@ class PostgresConnector(SourceConnector):
             publication=self.publication,
             status_interval_s=max(self.config.get("status.update.interval.ms") / 1000, 1.0),
             flush_lsn_to_server=self._flush_lsn_enabled(), emit=emit, position=StreamPosition.resume(start),
-            pool=self._pool)
+            pool=self._pool, heartbeat_interval_s=self.config.get("heartbeat.interval.ms") / 1000,
+            heartbeat_action=self._heartbeat_action if self.config.get("heartbeat.action.query") else None)
         self._streaming = reader
         reader.start()
         log.info("streaming from slot %s at %s%s", self.slot_name, format_lsn(start.lsn_commit or 0),
                  f" with {self._pool.workers} worker processes" if self._pool is not None else "")
         reader.run(stop)
+
+    def _heartbeat_action(self) -> None:
+        """Run `heartbeat.action.query` on its own autocommit connection (reader thread). A
+        failure is logged with the query and does not stop capture; a broken connection is
+        opened again at the next heartbeat (autocommit: a failed statement leaves no aborted
+        transaction behind)."""
+        query = self.config.get("heartbeat.action.query")
+        try:
+            if self._heartbeat_conn is None or self._heartbeat_conn.closed:
+                self._heartbeat_conn = connect(self.config, application_name="headwater-heartbeat")
+            with self._heartbeat_conn.cursor() as cur:
+                cur.execute(query)
+        except (psycopg2.Error, ConnectorError) as exc:
+            reason = first_line(exc) if isinstance(exc, psycopg2.Error) else str(exc)
+            log.error("heartbeat.action.query %r failed: %s", query, reason)
 
     def _flush_lsn_enabled(self) -> bool:
         for name in ("flush.lsn.source", "lsn.flush.mode"):

@@ -34,6 +34,7 @@ from headwater.connectors.postgres.types import DEFAULT_UNAVAILABLE_PLACEHOLDER
 from headwater.engine.dispatcher import EventDispatcher
 from headwater.engine.records import OffsetMarker, SourceRecord
 from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_MESSAGE, OP_UPDATE
+from headwater.relational.column_mappers import ColumnMappers
 from headwater.relational.table import Table
 
 _UNCHANGED = pg.UNCHANGED_TOAST
@@ -132,6 +133,9 @@ class BuilderSettings:
     provide_transaction_metadata: bool
     transaction_topic: str
     unavailable_placeholder: str = DEFAULT_UNAVAILABLE_PLACEHOLDER
+    # column.truncate/mask/mask.hash/propagate rules (headwater.relational.column_mappers); picklable
+    column_mappers: ColumnMappers | None = None
+    heartbeat_topic: str | None = None  # `<topic.heartbeat.prefix>.<topic.prefix>` when heartbeats are on
 
     def dispatcher(self, emit: Callable[[Any], None], next_offset: Callable[[], dict[str, Any]]) -> EventDispatcher:
         return EventDispatcher(
@@ -144,7 +148,8 @@ class BuilderSettings:
         return SchemaRegistry(catalog, topic_prefix=self.server, delimiter=self.topic_delimiter,
                               table_filter=self.table_filter, column_filter=self.column_filter,
                               key_columns=self.key_columns, include_unknown=self.include_unknown,
-                              unavailable_placeholder=self.unavailable_placeholder)
+                              unavailable_placeholder=self.unavailable_placeholder,
+                              column_mappers=self.column_mappers)
 
     def create_builder(self) -> ChunkBuilder:
         """Worker-side factory (see `headwater.engine.encoding`)."""
@@ -159,6 +164,7 @@ class Chunk:
     position: StreamPosition
     messages: list[tuple[bytes, int]]
     relations: dict[int, tuple[int, Table | None, tuple[str, ...]]] = field(default_factory=dict)
+    heartbeat: tuple[int, dict[str, Any]] | None = None  # (ts_ms, offset) of a heartbeat after the messages
 
 
 class ChangeEventBuilder:
@@ -213,6 +219,11 @@ class ChangeEventBuilder:
                 self._msgs_done = pos.tx_msgs
                 self._message(msg, lsn)
         # Origin and Type messages carry nothing Debezium emits
+
+    def heartbeat(self, offset: dict[str, Any], ts_ms: int) -> None:
+        """Emit a heartbeat record carrying `offset` (a position the reader decided is safe)."""
+        s = self.settings
+        self.dispatcher.dispatch_heartbeat(offset, s.heartbeat_topic, s.server, ts_ms)
 
     def _data_message(self, build: Callable[[], None]) -> None:
         """Emit one data message's records: all carry `tx_msgs` = messages done before it, and
@@ -314,6 +325,8 @@ class ChunkBuilder:
         handle = builder.handle
         for payload, lsn in chunk.messages:
             handle(payload, lsn)
+        if chunk.heartbeat is not None:
+            builder.heartbeat(chunk.heartbeat[1], chunk.heartbeat[0])
         return items
 
 

@@ -7,9 +7,11 @@ from typing import Any
 
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.source_info import SOURCE_SCHEMA
-from headwater.connectors.postgres.types import DEFAULT_UNAVAILABLE_PLACEHOLDER, PostgresValueConverters
+from headwater.connectors.postgres.types import DEFAULT_UNAVAILABLE_PLACEHOLDER, PgType, PostgresValueConverters
+from headwater.relational import column_mappers as cm
+from headwater.relational.column_mappers import ColumnMappers, SourceColumn
 from headwater.relational.filters import ColumnFilter, TableFilter
-from headwater.relational.table import Table, TableId
+from headwater.relational.table import Column, Table, TableId
 from headwater.relational.table_schema import TableSchema, build_table_schema
 
 
@@ -20,34 +22,47 @@ class CapturedTable:
     topic: str
     collection: str           # "schema.table", as Debezium names data collections
     raw_columns: tuple[str, ...]
+    from_relation: bool = False  # built from a pgoutput Relation message (else: the catalog, as for snapshots)
 
 
 class SchemaRegistry:
     def __init__(self, catalog: CatalogReader, *, topic_prefix: str, delimiter: str, table_filter: TableFilter,
                  column_filter: ColumnFilter, key_columns: dict[str, list[str]], include_unknown: bool,
-                 unavailable_placeholder: str = DEFAULT_UNAVAILABLE_PLACEHOLDER) -> None:
+                 unavailable_placeholder: str = DEFAULT_UNAVAILABLE_PLACEHOLDER,
+                 column_mappers: ColumnMappers | None = None) -> None:
         self.catalog = catalog
         self.topic_prefix = topic_prefix
         self.delimiter = delimiter
         self.table_filter = table_filter
         self.column_filter = column_filter
         self.key_columns = key_columns
-        self.converters = PostgresValueConverters(include_unknown=include_unknown,
-                                                  unavailable_placeholder=unavailable_placeholder)
+        self.converters = _Converters(include_unknown=include_unknown,
+                                      unavailable_placeholder=unavailable_placeholder)
+        # Debezium describes a column differently after a Relation message than from the JDBC
+        # metadata the snapshot uses (`serial` -> `int4`, unconstrained numeric length); only the
+        # column mappers see that
+        self.relation_converters = _Converters(include_unknown=include_unknown,
+                                               unavailable_placeholder=unavailable_placeholder, from_relation=True)
+        self.column_mappers = column_mappers if column_mappers else None
         self._by_oid: dict[int, CapturedTable | None] = {}
         self._versions: dict[int, int] = {}
 
     def topic_for(self, table_id: TableId) -> str:
         return self.delimiter.join([self.topic_prefix, table_id.schema or "", table_id.table])
 
-    def build(self, table: Table, raw_columns: tuple[str, ...] | None = None) -> CapturedTable:
+    def build(self, table: Table, raw_columns: tuple[str, ...] | None = None,
+              from_relation: bool | None = None) -> CapturedTable:
+        """The table's schemas; `from_relation` (default: whether `raw_columns`, the order of a
+        Relation message, is given) says whether it is built for streamed changes."""
+        if from_relation is None:
+            from_relation = raw_columns is not None
         raw = raw_columns if raw_columns is not None else tuple(c.name for c in table.columns if not c.generated)
         schema = build_table_schema(
-            table, self.converters, topic_prefix=self.topic_prefix, source_schema=SOURCE_SCHEMA,
-            key_columns=self.key_columns.get(table.id.identifier()), column_filter=self.column_filter,
-            raw_columns=raw,
+            table, self.relation_converters if from_relation else self.converters, topic_prefix=self.topic_prefix,
+            source_schema=SOURCE_SCHEMA, key_columns=self.key_columns.get(table.id.identifier()),
+            column_filter=self.column_filter, raw_columns=raw, mappers=self.column_mappers,
         )
-        return CapturedTable(table, schema, self.topic_for(table.id), table.id.identifier(), raw)
+        return CapturedTable(table, schema, self.topic_for(table.id), table.id.identifier(), raw, from_relation)
 
     def load(self, oids: list[int]) -> dict[int, CapturedTable]:
         out = {}
@@ -67,7 +82,7 @@ class SchemaRegistry:
         names = tuple(c.name for c in columns)
         current = self._by_oid.get(oid)
         if current is not None and current.raw_columns == names and current.table.id == table_id and \
-                _types_match(current.table, columns):
+                _types_match(current.table, columns) and (current.from_relation or self.column_mappers is None):
             return current
         tables = self.catalog.read_tables([oid])
         if oid not in tables:
@@ -103,3 +118,104 @@ def _types_match(table: Table, columns: list[Any]) -> bool:
                                                            col.native.kind != "d"):
             return False
     return True
+
+
+# -------------------------------------------------------------------------------------------
+# columns as Debezium's PostgreSQL connector describes them (for the column mappers)
+
+_UNKNOWN_LENGTH = 2147483647  # pgjdbc's unknownLength default
+_CHARACTER_JDBC = {"bpchar": cm.CHAR, "char": cm.CHAR, "varchar": cm.VARCHAR, "text": cm.VARCHAR, "name": cm.VARCHAR}
+_SERIALS = {"int4": "serial", "int8": "bigserial", "int2": "smallserial"}
+_DATETIME = ("date", "time", "timetz", "interval", "timestamp", "timestamptz")
+
+
+def _display_size(name: str, typmod: int) -> int:
+    """pgjdbc TypeInfoCache.getDisplaySize."""
+    fixed = {"int2": 6, "int4": 11, "oid": 10, "int8": 20, "float4": 15, "float8": 25, "char": 1, "bool": 1,
+             "date": 13, "interval": 49}
+    if name in fixed:
+        return fixed[name]
+    if name in ("time", "timetz", "timestamp", "timestamptz"):
+        second = 7 if typmod == -1 else 0 if typmod == 0 else 3 if typmod == 1 else typmod + 1
+        return {"time": 8, "timetz": 14, "timestamp": 22, "timestamptz": 28}[name] + second
+    if name in ("varchar", "bpchar"):
+        return _UNKNOWN_LENGTH if typmod == -1 else typmod - 4
+    if name == "numeric":
+        if typmod == -1:
+            return 131089
+        return 1 + (((typmod - 4) >> 16) & 0xFFFF) + (1 if (typmod - 4) & 0xFFFF else 0)
+    if name == "bit":
+        return typmod
+    if name == "varbit":
+        return _UNKNOWN_LENGTH if typmod == -1 else typmod
+    return _UNKNOWN_LENGTH
+
+
+def _precision(name: str, typmod: int) -> int:
+    """pgjdbc TypeInfoCache.getPrecision."""
+    fixed = {"int2": 5, "int4": 10, "oid": 10, "int8": 19, "float4": 8, "float8": 17, "char": 1, "bool": 1}
+    if name in fixed:
+        return fixed[name]
+    if name == "numeric":
+        return 0 if typmod == -1 else ((typmod - 4) >> 16) & 0xFFFF
+    if name in ("varchar", "bpchar"):
+        return _UNKNOWN_LENGTH if typmod == -1 else typmod - 4
+    if name in _DATETIME:
+        return _display_size(name, typmod)
+    if name == "bit":
+        return typmod
+    if name == "varbit":
+        return _UNKNOWN_LENGTH if typmod == -1 else typmod
+    return _UNKNOWN_LENGTH
+
+
+def _scale(name: str, typmod: int) -> int:
+    """pgjdbc TypeInfoCache.getScale."""
+    if name == "float4":
+        return 8
+    if name == "float8":
+        return 17
+    if name == "numeric":
+        return 0 if typmod == -1 else (typmod - 4) & 0xFFFF
+    if name in ("time", "timetz", "timestamp", "timestamptz"):
+        return 6 if typmod == -1 else typmod
+    if name == "interval":
+        return 6 if typmod == -1 else typmod & 0xFFFF
+    return 0
+
+
+def pg_source_column(column: Column, *, from_relation: bool) -> SourceColumn:
+    """The column as Debezium's `Column` has it: from the JDBC metadata (snapshot) or from a
+    Relation message and the type registry (streaming)."""
+    pg = column.native
+    if not isinstance(pg, PgType):
+        return SourceColumn(column.name, column.type_name)
+    base = pg.element if pg.element is not None else pg   # arrays: pgjdbc looks at the element type
+    name, typmod = base.name, pg.modifier
+    if pg.element is not None:
+        jdbc = 2003  # ARRAY
+    elif pg.kind == "e":
+        jdbc = cm.VARCHAR
+    else:
+        jdbc = _CHARACTER_JDBC.get(name, cm.OTHER)
+    type_name = column.type_name
+    length = _precision(name, typmod)
+    scale: int | None = _scale(name, typmod)
+    if from_relation:
+        if length == 0:
+            length = _display_size(name, typmod)
+    else:
+        if type_name in _SERIALS and column.default_expression and "nextval(" in column.default_expression:
+            type_name = _SERIALS[type_name]
+        if name == "numeric" and typmod == -1:
+            scale = None
+    return SourceColumn(column.name, type_name, jdbc, length, scale)
+
+
+class _Converters(PostgresValueConverters):
+    def __init__(self, *, from_relation: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.from_relation = from_relation
+
+    def source_column(self, table: Table, column: Column) -> SourceColumn:
+        return pg_source_column(column, from_relation=self.from_relation)

@@ -7,6 +7,14 @@ posts, and keeps the stream position. Events are built either right here by a
 worker processes fed with chunks of raw messages, the reader doing only the cheap position
 bookkeeping. Both produce the same records: the workers run the same builder from the
 position the reader tracked.
+
+Heartbeats (`heartbeat.interval.ms`) are decided here too, between transactions only: after a
+COMMIT once the interval has passed, or while the stream is idle. When idle (every message
+received so far handled and handed on), the heartbeat's offset moves to the server's latest
+position known from keepalives (`cursor.wal_end`): every transaction committing before it has
+been received, so once the engine stores and acknowledges that offset the slot's
+confirmed_flush_lsn advances even when only tables outside the publication change. In parallel
+mode the heartbeat rides at the end of a chunk, so workers write it in stream order.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import logging
 import select
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import psycopg2
@@ -48,7 +57,8 @@ _WORKER_CHUNK = 2048       # messages per chunk for a worker process
 class StreamingReader:
     def __init__(self, *, repl_conn: Any, registry: SchemaRegistry, settings: BuilderSettings, slot_name: str,
                  publication: str, status_interval_s: float, flush_lsn_to_server: bool, emit: Emit,
-                 position: StreamPosition, pool: Any = None) -> None:
+                 position: StreamPosition, pool: Any = None, heartbeat_interval_s: float = 0.0,
+                 heartbeat_action: Callable[[], None] | None = None) -> None:
         self.repl_conn = repl_conn
         self.registry = registry
         self.settings = settings
@@ -59,6 +69,9 @@ class StreamingReader:
         self._emit = emit
         self.position = position
         self.pool = pool
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self._heartbeat_action = heartbeat_action
+        self._next_heartbeat = 0.0
         self._buffer: list[Any] = []
         self.builder = ChangeEventBuilder(settings, registry, position, self._buffer.append)
         self._ack_lsn: int | None = None       # set by the consumer thread
@@ -88,17 +101,27 @@ class StreamingReader:
         cur = self._cursor
         read = cur.read_message
         handle = self._route if self.pool is not None else self._build
+        interval = self.heartbeat_interval_s
+        beats = interval > 0
         last_feedback = time.monotonic()
+        self._next_heartbeat = last_feedback + interval
         try:
             while not stop.is_set():
                 msg = read()
                 if msg is None:
                     self._flush()
+                    now = time.monotonic()
+                    if beats and now >= self._next_heartbeat:
+                        self._heartbeat(idle=True)
                     self._send_feedback(force=False)
-                    last_feedback = time.monotonic()
-                    select.select([cur], [], [], 0.2)
+                    last_feedback = now
+                    wait = 0.2 if not beats else min(0.2, max(self._next_heartbeat - time.monotonic(), 0.01))
+                    select.select([cur], [], [], wait)
                     continue
-                handle(msg.payload, msg.data_start)
+                payload = msg.payload
+                handle(payload, msg.data_start)
+                if beats and payload[0] == COMMIT and time.monotonic() >= self._next_heartbeat:
+                    self._heartbeat(idle=False)
                 if self._ack_lsn != self._sent_ack and time.monotonic() - last_feedback > 1.0:
                     self._send_feedback(force=False)
                     last_feedback = time.monotonic()
@@ -122,6 +145,27 @@ class StreamingReader:
             self._send_feedback(force=True)
         except psycopg2.Error as exc:
             log.warning("could not send the final position to the slot: %s", first_line(exc))
+
+    def _heartbeat(self, idle: bool) -> None:
+        """Emit a heartbeat if the position is between transactions (see the module doc)."""
+        pos = self.position
+        if pos.xid is not None:
+            return
+        self._next_heartbeat = time.monotonic() + self.heartbeat_interval_s
+        if self._heartbeat_action is not None:
+            self._heartbeat_action()
+        if idle and pos.skip_final_lsn is None:
+            wal_end = self._cursor.wal_end if self._cursor is not None else 0
+            if wal_end and wal_end > pos.restart_lsn:
+                pos.restart_lsn = wal_end
+        offset = pos.offset(pos.restart_lsn, pos.tx_msgs)
+        ts_ms = time.time_ns() // 1_000_000
+        if self.pool is not None:
+            self._submit_chunk(heartbeat=(ts_ms, offset))
+        else:
+            self.builder.heartbeat(offset, ts_ms)
+            if idle:
+                self._flush()
 
     def _flush(self) -> None:
         if self.pool is not None:
@@ -171,11 +215,11 @@ class StreamingReader:
         if len(self._chunk) >= _WORKER_CHUNK:
             self._submit_chunk()
 
-    def _submit_chunk(self) -> None:
-        if not self._chunk:
+    def _submit_chunk(self, heartbeat: tuple[int, dict[str, Any]] | None = None) -> None:
+        if not self._chunk and heartbeat is None:
             return
-        assert self._chunk_start is not None
+        start = self._chunk_start if self._chunk_start is not None else copy.copy(self.position)
         relations = {oid: self.registry.definition(oid) for oid in self._chunk_oids}
-        chunk = Chunk(self._chunk_start, self._chunk, relations)
+        chunk = Chunk(start, self._chunk, relations, heartbeat)
         self._chunk, self._chunk_oids, self._chunk_start = [], set(), None
-        self._emit([PendingBatch(self.pool.submit(chunk), len(chunk.messages))])
+        self._emit([PendingBatch(self.pool.submit(chunk), max(len(chunk.messages), 1))])
