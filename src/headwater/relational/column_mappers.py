@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.config.fields import split_list
 from headwater.model.schema import Schema
 from headwater.relational.table import Column, Table, TableId
 
@@ -291,29 +292,10 @@ def _hashlib_name(java_name: str) -> str:
     return name
 
 
-def _split(value: str) -> list[str]:
-    """Debezium's comma-separated regex list: `\\,` is an escaped comma."""
-    out, current, i = [], [], 0
-    while i < len(value):
-        ch = value[i]
-        if ch == "\\" and i + 1 < len(value) and value[i + 1] == ",":
-            current.append(",")
-            i += 2
-            continue
-        if ch == ",":
-            out.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    out.append("".join(current))
-    return out
-
-
 def _patterns(value: Any) -> tuple[re.Pattern[str], ...]:
     if not value:
         return ()
-    items = _split(value) if isinstance(value, str) else list(value)
+    items = split_list(value) if isinstance(value, str) else list(value)
     return tuple(re.compile(p.strip(), re.IGNORECASE) for p in items if p and p.strip())
 
 
