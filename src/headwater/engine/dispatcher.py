@@ -152,13 +152,10 @@ class EventDispatcher:
 
     def transaction_end(self, tx_id: str, ts_ms: int) -> None:
         if self.provide_transaction_metadata and self._tx.begun:
-            self._emit(SourceRecord(self._tx_topic(), TRANSACTION_KEY_SCHEMA, {"id": tx_id},
+            self._emit(SourceRecord(self.transaction_topic, TRANSACTION_KEY_SCHEMA, {"id": tx_id},
                                     TRANSACTION_VALUE_SCHEMA, self._tx.end_value(tx_id, ts_ms),
                                     self._next_offset(), (), None, None, context_headers=False))
         self._tx.reset()
-
-    def _tx_topic(self) -> str:
-        return self.transaction_topic
 
     # -- internals ------------------------------------------------------------------------
 
@@ -183,7 +180,7 @@ class EventDispatcher:
             tx = self._tx
             if not tx.begun:
                 tx.begun = True
-                self._emit(SourceRecord(self._tx_topic(), TRANSACTION_KEY_SCHEMA, {"id": tx_id},
+                self._emit(SourceRecord(self.transaction_topic, TRANSACTION_KEY_SCHEMA, {"id": tx_id},
                                         TRANSACTION_VALUE_SCHEMA,
                                         tx.begin_value(tx_id, tx_ts_ms if tx_ts_ms is not None
                                                        else self._clock() // 1_000_000),

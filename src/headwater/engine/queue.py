@@ -74,9 +74,6 @@ class ChangeEventQueue:
                 self._bytes += size
             self._not_empty.notify()
 
-    def put(self, item: Any) -> None:
-        self.put_many((item,))
-
     def poll(self, max_batch: int, timeout: float) -> list[Any]:
         """Up to `max_batch` items; waits up to `timeout` seconds for the first one. Raises
         QueueClosed (with the producer's error as cause) once the queue is drained and closed."""

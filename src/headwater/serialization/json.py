@@ -188,13 +188,6 @@ class RecordSerializer:
         )
         return b"[" + own + (b"," + context if context else b"") + b"]"
 
-    def headers_list(self, record: SourceRecord) -> list[tuple[str, bytes | None]]:
-        """The headers as (name, converter bytes) pairs, e.g. for Kafka."""
-        out = [(name, self.header_converter.to_bytes(schema, value)) for name, schema, value in record.headers]
-        if record.context_headers:
-            out.extend((h["key"], orjson.dumps(h["value"])) for h in self._context)
-        return out
-
     def line(self, record: SourceRecord) -> bytes:
         """The conformance line format: {"topic","key","value","headers"} + newline."""
         parts: list[bytes] = []

@@ -35,11 +35,10 @@ def connect_kwargs(config: Configuration, *, application_name: str) -> dict[str,
     sslmode = config.get("database.sslmode")
     if sslmode:
         kwargs["sslmode"] = sslmode
-    for prop, arg in (("database.sslcert", "sslcert"), ("database.sslkey", "sslkey"),
-                      ("database.sslrootcert", "sslrootcert"), ("database.sslpassword", "sslpassword")):
-        if config.is_set(prop) if prop in config else False:
-            kwargs[arg] = config.get(prop)
-    if (config.get("database.tcpKeepAlive") if "database.tcpKeepAlive" in config else True):
+    for arg in ("sslcert", "sslkey", "sslrootcert", "sslpassword"):
+        if config.is_set(f"database.{arg}"):
+            kwargs[arg] = config.get(f"database.{arg}")
+    if config.get("database.tcpKeepAlive"):
         kwargs["keepalives"] = 1
     return kwargs
 

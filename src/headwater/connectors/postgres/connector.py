@@ -12,6 +12,7 @@ import psycopg2
 
 from headwater.config import Configuration
 from headwater.connectors.postgres import snapshot as snap
+from headwater.connectors.postgres.config import lsn_flush_mode
 from headwater.connectors.postgres.connection import connect, describe_target, first_line
 from headwater.connectors.postgres.events import BuilderSettings, StreamPosition
 from headwater.connectors.postgres.metadata import CatalogReader
@@ -82,7 +83,6 @@ class PostgresConnector(SourceConnector):
         self._conn: Any = None
         self._repl: Any = None
         self._streaming: StreamingReader | None = None
-        self._created_slot = False
         self._pool: Any = None
         self._heartbeat_conn: Any = None
 
@@ -130,7 +130,6 @@ class PostgresConnector(SourceConnector):
                 # recreate it so the snapshot reads exactly the slot's consistent point.
                 drop_slot(self._conn, self.slot_name)
             created = create_slot(self._repl, self.slot_name, export_snapshot=True)
-            self._created_slot = True
             log.info("created replication slot %s at %s", self.slot_name, format_lsn(created.consistent_point))
             start = self._snapshot(catalog, registry, table_ids, created.snapshot_name, created.consistent_point,
                                    emit, stop)
@@ -138,7 +137,6 @@ class PostgresConnector(SourceConnector):
                 return
         elif slot is None:
             created = create_slot(self._repl, self.slot_name, export_snapshot=False)
-            self._created_slot = True
             start = start or PgOffset(lsn_commit=created.consistent_point)
         elif start is None:
             # no offsets, no snapshot wanted, slot exists: stream from where the slot stands
@@ -283,8 +281,6 @@ class PostgresConnector(SourceConnector):
         reader_conn = connect(self.config, application_name="headwater-snapshot")
         try:
             txid, _ = snap.begin_snapshot_transaction(reader_conn, snapshot_name)
-            if self.config.get("snapshot.locking.mode") == "shared":
-                pass  # locks are taken below, once the tables are known
             include = self.config.get("snapshot.include.collection.list") or []
             oids = [catalog.oid_of(t) for t, _ in table_ids]
             tables = registry.load([o for o in oids if o is not None])
@@ -335,7 +331,7 @@ class PostgresConnector(SourceConnector):
                 emit(buffer[:])
                 buffer.clear()
             return done
-        except snap._Stopped:
+        except snap.SnapshotStopped:
             return None
         except psycopg2.Error as exc:
             raise ConnectorError(f"snapshot failed: {first_line(exc)}") from None
@@ -410,11 +406,5 @@ class PostgresConnector(SourceConnector):
             log.error("heartbeat.action.query %r failed: %s", query, reason)
 
     def _flush_lsn_enabled(self) -> bool:
-        for name in ("flush.lsn.source", "lsn.flush.mode"):
-            if name in self.config:
-                value = self.config.get(name)
-                if isinstance(value, bool):
-                    return value
-                if isinstance(value, str):
-                    return value.lower() not in ("manual", "false", "none")
-        return True
+        """Whether this connector acknowledges to the slot (`lsn.flush.mode`, else `flush.lsn.source`)."""
+        return lsn_flush_mode(self.config) != "manual"

@@ -16,8 +16,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import psycopg2
 from psycopg2 import sql
 
+from headwater.connectors.postgres.connection import first_line
 from headwater.connectors.postgres.schemas import CapturedTable
 from headwater.engine.connector import ConnectorError
 
@@ -57,7 +59,7 @@ class _LineSink:
 
     def write(self, data: bytes | str) -> int:
         if self._stop.is_set():
-            raise _Stopped()
+            raise SnapshotStopped()
         chunk = data if isinstance(data, bytes) else data.encode("utf-8")
         buf = self._tail + chunk
         lines = buf.split(b"\n")
@@ -67,8 +69,8 @@ class _LineSink:
         return len(data)
 
 
-class _Stopped(Exception):
-    pass
+class SnapshotStopped(Exception):
+    """The engine is stopping; the snapshot is abandoned (the next start takes it again)."""
 
 
 def select_statement(captured: CapturedTable, overrides: dict[str, str]) -> sql.Composable:
@@ -118,18 +120,8 @@ def read_rows(conn: Any, captured: CapturedTable, overrides: dict[str, str], sto
     with conn.cursor() as cur:
         try:
             cur.copy_expert(statement, sink, size=1 << 16)
-        except _Stopped:
-            raise
-        except Exception as exc:  # psycopg2 errors; re-raised with the table named
-            if isinstance(exc, ConnectorError):
-                raise
-            import psycopg2
-
-            if isinstance(exc, psycopg2.Error):
-                from headwater.connectors.postgres.connection import first_line
-
-                raise ConnectorError(f"snapshot of table {captured.collection} failed: {first_line(exc)}") from None
-            raise
+        except psycopg2.Error as exc:
+            raise ConnectorError(f"snapshot of table {captured.collection} failed: {first_line(exc)}") from None
 
 
 def snapshot_marker(first_in_table: bool, last_in_table: bool, first_table: bool, last_table: bool) -> str:

@@ -17,7 +17,7 @@ from struct import pack as struct_pack
 from typing import Any
 
 from headwater.connectors.postgres.pgoutput import UNCHANGED_TOAST
-from headwater.model.schema import NO_DEFAULT, Field, Schema, struct
+from headwater.model.schema import NO_DEFAULT, Field, Schema
 from headwater.relational.table import Column, Table
 
 Converter = Callable[[str], Any]
@@ -400,13 +400,10 @@ _SIMPLE: dict[str, tuple[Schema, Converter]] = {
 _MILLI_TIME = (Schema("int32", name="io.debezium.time.Time", version=1), _time_millis)
 _MILLI_TIMESTAMP = (Schema("int64", name="io.debezium.time.Timestamp", version=1), _timestamp_millis)
 
-_VARIABLE_SCALE_SCHEMA = struct(
-    "io.debezium.data.VariableScaleDecimal",
-    [("scale", Schema("int32")), ("value", Schema("bytes"))],
-    version=1,
+_VARIABLE_SCALE_SCHEMA = Schema(
+    "struct", name="io.debezium.data.VariableScaleDecimal", version=1, doc="Variable scaled decimal",
+    fields=[Field("scale", Schema("int32")), Field("value", Schema("bytes"))],
 )
-_VARIABLE_SCALE_SCHEMA = Schema("struct", name="io.debezium.data.VariableScaleDecimal", version=1,
-                                doc="Variable scaled decimal", fields=_VARIABLE_SCALE_SCHEMA.fields)
 
 # Values a required column gets when a row carries none (Debezium's converter fallbacks).
 _FALLBACK_BY_CONNECT_TYPE: dict[str, Any] = {
