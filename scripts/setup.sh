@@ -20,9 +20,11 @@ as_root() {
 # --- system packages ----------------------------------------------------------------------------
 apt_packages=()
 [ -x "/usr/lib/postgresql/$PG_MAJOR/bin/initdb" ] || apt_packages+=("postgresql-$PG_MAJOR" postgresql-contrib)
-# --- LATER (Spark): the JDK. Uncomment when headwater.spark lands. ---
-# command -v java >/dev/null 2>&1 || apt_packages+=(openjdk-17-jdk-headless)
-# --------------------------------------------------------------------------------------------------
+# PostGIS: geometry/geography type tests (tests/conformance/extra/scenarios/types_postgis)
+[ -f "/usr/share/postgresql/$PG_MAJOR/extension/postgis.control" ] || apt_packages+=("postgresql-$PG_MAJOR-postgis-3")
+# Spark's JVM and Maven, which fetches Delta Lake, Spark's Kafka connector and a Kafka broker
+command -v java >/dev/null 2>&1 || apt_packages+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || apt_packages+=(maven)
 if [ "${#apt_packages[@]}" -gt 0 ]; then
   command -v apt-get >/dev/null 2>&1 || die "missing ${apt_packages[*]} and no apt-get: install them by hand"
   say "installing ${apt_packages[*]} (apt-get)"
@@ -55,5 +57,8 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
   PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install -q -e '.[dev]'
   touch "$STAMP"
 fi
+
+# --- JVM libraries from Maven Central (.jars/), again whenever a pom changes ----------------------
+bash scripts/fetch_jars.sh
 
 say "ready (PostgreSQL $("/usr/lib/postgresql/$PG_MAJOR/bin/postgres" -V | awk '{print $3}'), $("$VENV/bin/python" -V))"

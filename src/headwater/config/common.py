@@ -41,6 +41,21 @@ def _topic_prefix_valid(value: Any) -> str | None:
     return None
 
 
+def _topic_name_part_valid(value: Any) -> str | None:
+    """Debezium validates topic.delimiter, topic.transaction and topic.heartbeat.prefix as topic names."""
+    return _topic_prefix_valid(value)
+
+
+def _naming_strategy_valid(value: Any) -> str | None:
+    from headwater.relational.topic_naming import NamingError, resolve_strategy
+
+    try:
+        resolve_strategy(value)
+    except NamingError as exc:
+        return str(exc).split(" is not supported; ", 1)[1]
+    return None
+
+
 def _json_converter_only(value: Any) -> str | None:
     if value in (JSON_CONVERTER, "json"):
         return None
@@ -72,6 +87,8 @@ _CONNECT_ERRORS = (
 _CONNECT_OFFSETS = "Kafka-based offset storage is not used; Headwater keeps offsets in a file or the Spark checkpoint"
 _NO_REGISTRY = "no schema registry is used: Headwater's converter is Debezium's JSON"
 _EOS = "Kafka Connect exactly-once source support; Headwater delivers at-least-once to idempotent sinks"
+_NO_KAFKA_SIGNALS = "the Kafka signal channel is not supported: Headwater runs no Kafka consumer"
+_NO_NOTIFICATIONS = "notifications are not emitted: Headwater logs snapshot and streaming progress instead"
 
 
 # -------------------------------------------------------------------------------------------
@@ -97,12 +114,13 @@ def _check_converters(cfg: Configuration, report: Report) -> None:
             )
 
 
-def _check_notification_sink(cfg: Configuration, report: Report) -> None:
-    channels = [c.lower() for c in cfg.get("notification.enabled.channels") or []]
-    if "sink" in channels and not cfg.get("notification.sink.topic.name"):
-        report.error(
-            "missing required property 'notification.sink.topic.name': required when "
-            "notification.enabled.channels includes 'sink'"
+def _check_snapshot_threads(cfg: Configuration, report: Report) -> None:
+    threads = cfg.get("snapshot.max.threads")
+    if cfg.is_set("snapshot.max.threads") and report.valid("snapshot.max.threads") and threads > 1:
+        report.warn(
+            f"snapshot.max.threads={threads}: Headwater snapshots the tables one after "
+            "another in one transaction (each table is read with COPY, which the server streams at full "
+            "speed); the setting has no effect"
         )
 
 
@@ -163,7 +181,7 @@ COMMON_FIELDS = FieldSet(
         T.STRING,
         ".",
         group="topics",
-        validator=non_empty,
+        validator=_topic_name_part_valid,
         doc="Delimiter between the parts of a topic name.",
     ),
     Field(
@@ -171,7 +189,7 @@ COMMON_FIELDS = FieldSet(
         T.STRING,
         "transaction",
         group="topics",
-        validator=non_empty,
+        validator=_topic_name_part_valid,
         doc="Suffix of the transaction metadata topic: <topic.prefix>.<topic.transaction>.",
     ),
     Field(
@@ -179,7 +197,7 @@ COMMON_FIELDS = FieldSet(
         T.STRING,
         "__debezium-heartbeat",
         group="topics",
-        validator=non_empty,
+        validator=_topic_name_part_valid,
         doc="Prefix of the heartbeat topic: <topic.heartbeat.prefix>.<topic.prefix>.",
     ),
     Field(
@@ -187,8 +205,11 @@ COMMON_FIELDS = FieldSet(
         T.CLASS,
         "io.debezium.schema.SchemaTopicNamingStrategy",
         group="topics",
-        doc="Strategy that names the data, transaction and heartbeat topics (Debezium class name or "
-        "a registered Headwater strategy name).",
+        validator=_naming_strategy_valid,
+        doc="Strategy that names the data, transaction and heartbeat topics: "
+        "io.debezium.schema.SchemaTopicNamingStrategy (<prefix>.<schema>.<table>), DefaultTopicNamingStrategy "
+        "(<prefix>.<table>), SchemaUnicodeTopicNamingStrategy or DefaultUnicodeTopicNamingStrategy (invalid "
+        "characters and '_' become _uXXXX).",
     ),
     Field(
         "topic.cache.size",
@@ -197,6 +218,7 @@ COMMON_FIELDS = FieldSet(
         group="topics",
         validator=positive_int,
         doc="Size of the bounded table-to-topic-name cache.",
+        ignored_reason="Headwater names each table's topic once per table version; there is no cache to size",
     ),
     # --- events
     Field(
@@ -400,6 +422,7 @@ COMMON_FIELDS = FieldSet(
         group="offsets",
         validator=positive_int,
         doc="Maximum time to wait for an offset flush before cancelling it.",
+        ignored_reason="offsets are written synchronously (fsync, then rename); there is no flush to time out",
     ),
     # --- error handling
     Field(
@@ -409,8 +432,9 @@ COMMON_FIELDS = FieldSet(
         allowed=("fail", "warn", "skip"),
         aliases={"ignore": "skip"},
         group="errors",
-        doc="What to do when processing an event fails: fail (stop, reporting the offset), warn "
-        "(log the offset and skip the event) or skip (skip silently).",
+        doc="What to do with a change event that cannot be built (e.g. a value its column type cannot "
+        "represent): fail (stop, naming table, LSN and column), warn (log that and skip the event) or "
+        "skip (skip it silently). Applies to snapshot and streaming events.",
     ),
     Field(
         "errors.max.retries",
@@ -418,7 +442,10 @@ COMMON_FIELDS = FieldSet(
         -1,
         group="errors",
         validator=at_least(-1),
-        doc="Retries after a retriable error (e.g. a lost connection): -1 without limit, 0 none, N at most N.",
+        doc="Retries after a lost connection (a server restart, a terminated backend) once the connector "
+        "has started: -1 without limit, 0 none (stop with the error), N at most N consecutive failed "
+        "attempts. Each retry resumes from the stored offset, so nothing is lost. A failure to connect at "
+        "start-up is not retried.",
     ),
     Field(
         "errors.retry.delay.initial.ms",
@@ -426,7 +453,8 @@ COMMON_FIELDS = FieldSet(
         300,
         group="errors",
         validator=positive_int,
-        doc="Initial delay before retrying after a retriable error; doubles up to errors.retry.delay.max.ms.",
+        doc="Delay before the first retry after a lost connection; doubles with each consecutive failure up "
+        "to errors.retry.delay.max.ms (never shorter than retriable.restart.connector.wait.ms).",
     ),
     Field(
         "errors.retry.delay.max.ms",
@@ -434,7 +462,7 @@ COMMON_FIELDS = FieldSet(
         10000,
         group="errors",
         validator=positive_int,
-        doc="Maximum delay between retries after a retriable error.",
+        doc="Maximum delay between retries after a lost connection.",
     ),
     Field(
         "retriable.restart.connector.wait.ms",
@@ -442,7 +470,7 @@ COMMON_FIELDS = FieldSet(
         10000,
         group="errors",
         validator=non_negative,
-        doc="Wait before restarting the connector after a retriable error.",
+        doc="Minimum wait before the connector is restarted after a lost connection (see errors.max.retries).",
     ),
     # --- heartbeats
     Field(
@@ -460,7 +488,7 @@ COMMON_FIELDS = FieldSet(
         0,
         group="snapshot",
         validator=non_negative,
-        doc="Delay before the snapshot starts when the connector starts.",
+        doc="Delay before a snapshot starts (before its replication slot is created).",
     ),
     Field(
         "snapshot.fetch.size",
@@ -468,7 +496,8 @@ COMMON_FIELDS = FieldSet(
         10240,
         group="snapshot",
         validator=positive_int,
-        doc="Maximum rows read per fetch from each table during a snapshot.",
+        doc="Accepted for compatibility, no effect: Headwater reads each table with COPY, which the server "
+        "streams in 64 KiB pieces, so memory does not depend on a fetch size.",
     ),
     Field(
         "snapshot.max.threads",
@@ -476,7 +505,8 @@ COMMON_FIELDS = FieldSet(
         1,
         group="snapshot",
         validator=positive_int,
-        doc="Threads for the initial snapshot; more than 1 snapshots tables in parallel (incubating).",
+        doc="Accepted for compatibility, no effect (a warning when > 1): tables are read one after another "
+        "with COPY in one transaction.",
     ),
     # --- signals and notifications
     Field(
@@ -499,6 +529,7 @@ COMMON_FIELDS = FieldSet(
         group="signals",
         default_doc="<topic.prefix>-signal",
         doc="Kafka topic watched for signals; it must have a single partition.",
+        ignored_reason=_NO_KAFKA_SIGNALS,
     ),
     Field(
         "signal.kafka.groupId",
@@ -506,12 +537,14 @@ COMMON_FIELDS = FieldSet(
         "kafka-signal",
         group="signals",
         doc="Consumer group id of the Kafka signal consumer.",
+        ignored_reason=_NO_KAFKA_SIGNALS,
     ),
     Field(
         "signal.kafka.bootstrap.servers",
         T.STRING,
         group="signals",
         doc="Kafka bootstrap servers of the signal consumer.",
+        ignored_reason=_NO_KAFKA_SIGNALS,
     ),
     Field(
         "signal.kafka.poll.timeout.ms",
@@ -520,6 +553,7 @@ COMMON_FIELDS = FieldSet(
         group="signals",
         validator=positive_int,
         doc="Maximum time to wait when polling the signal topic.",
+        ignored_reason=_NO_KAFKA_SIGNALS,
     ),
     Field(
         "kafka.consumer.offset.commit.enabled",
@@ -528,6 +562,7 @@ COMMON_FIELDS = FieldSet(
         group="signals",
         doc="Commit consumer offsets of the signal topic (at-least-once signals); otherwise signals "
         "sent while the consumer is down are lost.",
+        ignored_reason=_NO_KAFKA_SIGNALS,
     ),
     Field(
         "notification.enabled.channels",
@@ -536,12 +571,14 @@ COMMON_FIELDS = FieldSet(
         group="signals",
         default_doc="none",
         doc="Enabled notification channels: sink, log, jmx, or a custom channel.",
+        ignored_reason=_NO_NOTIFICATIONS,
     ),
     Field(
         "notification.sink.topic.name",
         T.STRING,
         group="signals",
         doc="Topic receiving notifications; required when notification.enabled.channels includes sink.",
+        ignored_reason=_NO_NOTIFICATIONS,
     ),
     # --- monitoring
     Field(
@@ -550,6 +587,7 @@ COMMON_FIELDS = FieldSet(
         group="metrics",
         validator=_metric_tags_valid,
         doc="k1=v1,k2=v2 tags added to the connector's metrics.",
+        ignored_reason="Headwater exposes no JMX metrics to tag",
     ),
     # --- Kafka Connect only (accepted, warned about)
     _ignored("transforms", _SMT, T.LIST),
@@ -575,6 +613,7 @@ COMMON_FIELDS = FieldSet(
             "signal.consumer.",
             "signal.consumer.<kafka consumer setting>",
             group="signals",
+            ignored_reason=_NO_KAFKA_SIGNALS,
             doc="Kafka consumer settings of the signal consumer, prefix stripped "
             "(e.g. signal.consumer.security.protocol=SSL).",
         ),
@@ -617,5 +656,5 @@ COMMON_FIELDS = FieldSet(
             ignored_reason="Kafka Connect client overrides; Headwater's Kafka sink has its own settings",
         ),
     ),
-    checks=(_check_queue, _check_converters, _check_notification_sink, _check_retry_delays),
+    checks=(_check_queue, _check_converters, _check_retry_delays, _check_snapshot_threads),
 )

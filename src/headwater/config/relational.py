@@ -238,7 +238,8 @@ RELATIONAL_FIELDS = FieldSet(
         600000,
         group="connection",
         validator=non_negative,
-        doc="How long to wait for a query to complete (0 = no limit).",
+        doc="How long a query may run (0 = no limit), as statement_timeout on every non-replication "
+        "connection. For a snapshot table read it limits the wait for the first rows, not the whole read.",
     ),
     Field(
         "database.initial.statements",
@@ -415,7 +416,8 @@ RELATIONAL_FIELDS = FieldSet(
         10000,
         group="snapshot",
         validator=non_negative,
-        doc="Maximum time to wait for table locks during a snapshot; the snapshot fails on timeout.",
+        doc="Maximum time to wait for table locks during a snapshot (snapshot.locking.mode=shared); the "
+        "snapshot fails on timeout.",
     ),
     Field(
         "snapshot.select.statement.overrides",
@@ -448,8 +450,8 @@ RELATIONAL_FIELDS = FieldSet(
         0,
         group="streaming",
         validator=non_negative,
-        doc="Rows fetched per round trip by non-snapshot queries (0 = driver default). Not in the "
-        "PostgreSQL documentation; present in Debezium's code.",
+        doc="Accepted for compatibility, no effect: Headwater's non-snapshot queries (catalog reads) return "
+        "few rows and are fetched at once. Not in the PostgreSQL documentation; present in Debezium's code.",
     ),
     dynamic=(
         DynamicField(

@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +264,11 @@ class ThrowawayPostgres:
     ``{"wal_level": "replica"}``). With ``password``, the ``postgres`` user gets that password and TCP
     connections need it (scram-sha-256); otherwise TCP connections are trusted. ``keep`` keeps the
     directory after :meth:`stop` (a later :meth:`start` restarts the same cluster).
+
+    ``ssl`` turns SSL on: a mapping with ``cert`` and ``key`` (the server's certificate and key)
+    and optionally ``ca`` (root certificate(s) for verifying client certificates), copied into the
+    cluster so the server can read them. ``hba`` lines are put in ``pg_hba.conf`` before the
+    default ones (e.g. ``"hostssl all certuser 127.0.0.1/32 cert"``).
     """
 
     host = "127.0.0.1"
@@ -277,6 +282,8 @@ class ThrowawayPostgres:
         settings: Mapping[str, Any] | None = None,
         keep: bool = False,
         password: str | None = None,
+        ssl: Mapping[str, str | Path] | None = None,
+        hba: Sequence[str] = (),
     ):
         self.bin_dir = find_pg_bin()
         self.base_dir = Path(base_dir) if base_dir is not None else None
@@ -285,6 +292,8 @@ class ThrowawayPostgres:
         self.settings = dict(settings or {})
         self.keep = keep
         self.password = password
+        self.ssl = dict(ssl) if ssl else None
+        self.hba = tuple(hba)
         self.root_dir: Path | None = None
         self._running = False
         self._owner_pid = os.getpid()
@@ -514,8 +523,17 @@ class ThrowawayPostgres:
 
     def _write_config(self) -> None:
         method = "trust" if self.password is None else "scram-sha-256"
+        if self.ssl:
+            for role, name in (("cert", "server.crt"), ("key", "server.key"), ("ca", "root.crt")):
+                if self.ssl.get(role):
+                    target = self.data_dir / name
+                    shutil.copyfile(self.ssl[role], target)
+                    os.chmod(target, 0o600)  # the server refuses a key others can read
+                    _chown_to_postgres(target)
+        extra = "".join(f"{line}\n" for line in self.hba)
         (self.data_dir / "pg_hba.conf").write_text(
             "# written by headwater.embedded.postgres\n"
+            f"{extra}"
             "local  all          all                 trust\n"
             "local  replication  all                 trust\n"
             f"host   all          all  127.0.0.1/32   {method}\n"
@@ -544,6 +562,10 @@ class ThrowawayPostgres:
         # New in 15.20 (default 'pgoutput, test_decoding'); on 15.18 an unknown name stops the server.
         if _knows_setting(self.bin_dir, "output_plugin_libraries"):
             settings["output_plugin_libraries"] = "pgoutput, test_decoding, wal2json, decoderbufs"
+        if self.ssl:
+            settings.update(ssl="on", ssl_cert_file="server.crt", ssl_key_file="server.key")
+            if self.ssl.get("ca"):
+                settings["ssl_ca_file"] = "root.crt"
         merged = {name.lower(): (name, value) for name, value in settings.items()}
         merged.update({name.lower(): (name, value) for name, value in self.settings.items()})
         merged["port"] = ("port", self.port)

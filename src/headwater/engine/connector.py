@@ -12,7 +12,19 @@ Emit = Callable[[list[Any]], None]
 
 class ConnectorError(Exception):
     """The connector cannot go on. The message is one line naming the cause and, where there is
-    one, what to change; it never contains a password."""
+    one, what to change; it never contains a password. `retriable` marks a transient cause (a
+    lost connection) that the engine retries per `errors.max.retries`."""
+
+    def __init__(self, message: str, *, retriable: bool = False) -> None:
+        super().__init__(message)
+        self.retriable = retriable
+
+    def __reduce__(self) -> Any:  # keep `retriable` when sent back from a worker process
+        return (_rebuild_connector_error, (type(self), str(self), self.retriable))
+
+
+def _rebuild_connector_error(cls: type[ConnectorError], message: str, retriable: bool) -> ConnectorError:
+    return cls(message, retriable=retriable)
 
 
 class SourceConnector(ABC):
@@ -45,6 +57,16 @@ class SourceConnector(ABC):
         """Offer worker processes that build and serialize records (see
         headwater.serialization.parallel); return True if the connector will use them."""
         return False
+
+    def is_retriable(self, error: BaseException) -> bool:
+        """Whether `error` (raised by `run`) is transient, so the engine may run the connector
+        again from the stored offset (`errors.max.retries`)."""
+        return isinstance(error, ConnectorError) and error.retriable
+
+    def release(self) -> None:  # noqa: B027 - optional hook
+        """Release connections after `run` failed with a retriable error, before `run` is called
+        again. Unlike `close`, nothing that outlives the connector (a slot to drop on stop) is
+        touched."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources after `run` returned. Called once, from the consumer thread."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from headwater.engine.connector import SourceConnector
+from headwater.engine.connector import ConnectorError, SourceConnector
 from headwater.engine.offsets import OffsetStore
 from headwater.engine.queue import ChangeEventQueue, QueueClosed
 from headwater.engine.records import EncodedBatch, PendingBatch, SourceRecord
@@ -40,6 +40,18 @@ class EngineSettings:
     max_batch_size: int = 2048
     poll_interval_ms: int = 500
     offset_flush_interval_ms: int = 60_000
+    # retries after a retriable connector error (a lost connection): errors.max.retries (-1 =
+    # without limit), a delay doubling from errors.retry.delay.initial.ms up to
+    # errors.retry.delay.max.ms, and never shorter than retriable.restart.connector.wait.ms
+    errors_max_retries: int = 0
+    retry_delay_initial_ms: int = 300
+    retry_delay_max_ms: int = 10_000
+    restart_wait_ms: int = 10_000
+
+    def retry_delay_s(self, attempt: int) -> float:
+        """Seconds to wait before retry number `attempt` (1, 2, ...)."""
+        backoff = min(self.retry_delay_initial_ms * 2 ** min(attempt - 1, 30), self.retry_delay_max_ms)
+        return max(backoff, self.restart_wait_ms) / 1000
 
 
 @dataclass
@@ -63,10 +75,49 @@ class Engine:
 
     def run(self, stop: threading.Event) -> None:
         """Run until `stop` is set (then drain and commit) or the connector finishes or fails
-        (then commit what was delivered and re-raise the connector's error)."""
+        (then commit what was delivered and re-raise the connector's error). A retriable error
+        (a lost connection) runs the connector again from the stored offset, per the retry
+        settings; nothing delivered before it is lost, as its offset was committed first."""
         partition = self.connector.partition()
+        s = self.settings
+        failures = 0
+        error: BaseException | None = None
+        try:
+            while True:
+                delivered = self.stats.records
+                error = self._run_once(partition, stop)
+                if error is None or stop.is_set() or not self.connector.is_retriable(error):
+                    break
+                if self.stats.records > delivered:
+                    failures = 0  # the previous restart worked: count consecutive failures only
+                reason = (str(error).strip() or type(error).__name__).splitlines()[0]
+                if 0 <= s.errors_max_retries <= failures:
+                    error = ConnectorError(
+                        f"{reason} (gave up after {failures} {'retry' if failures == 1 else 'retries'}: "
+                        f"errors.max.retries={s.errors_max_retries})")
+                    break
+                failures += 1
+                delay = s.retry_delay_s(failures)
+                limit = "" if s.errors_max_retries < 0 else f" of {s.errors_max_retries}"
+                log.warning("%s; restarting the connector in %.1f s (retry %d%s)", reason, delay, failures, limit)
+                self.connector.release()
+                if stop.wait(delay):
+                    error = None
+                    break
+        finally:
+            try:
+                self.connector.close()
+            finally:
+                self.sink.close()
+        if error is not None:
+            raise error
+
+    def _run_once(self, partition: dict[str, Any], stop: threading.Event) -> BaseException | None:
+        """One run of the connector from the stored offset; returns its error (None when it
+        finished or was stopped). Everything delivered is committed before returning."""
         offset = self.offsets.load(partition)
         queue = ChangeEventQueue(self.settings.max_queue_size, self.settings.max_queue_size_in_bytes)
+        self._reader_stop = threading.Event()
         reader = threading.Thread(target=self._read, args=(offset, queue), name="headwater-reader", daemon=True)
         reader.start()
         pending: dict[str, Any] | None = None
@@ -95,12 +146,7 @@ class Engine:
             reader.join(timeout=60)
             if pending is not None:
                 self._commit(partition, pending)
-            try:
-                self.connector.close()
-            finally:
-                self.sink.close()
-        if error is not None:
-            raise error
+        return error
 
     def _deliver(self, batch: list[Any]) -> dict[str, Any] | None:
         """Write one polled batch to the sink, in order; returns the offset after it."""

@@ -131,17 +131,25 @@ class Field:
 _JSON_TYPE_NAMES = {"float32": "float", "float64": "double"}
 
 
-def _render(schema: Schema, field_name: str | None = None) -> dict[str, Any]:
+def render_json_bytes(schema: Schema, *, decimal_numeric: bool = False) -> bytes:
+    """The schema's JSON text; `decimal_numeric`: Decimal defaults as JSON numbers (the JSON
+    converter's decimal.format=numeric) instead of base64 (uncached: the converter caches it)."""
+    if not decimal_numeric:
+        return schema.json_bytes
+    return orjson.dumps(_render(schema, decimal_numeric=True))
+
+
+def _render(schema: Schema, field_name: str | None = None, decimal_numeric: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"type": _JSON_TYPE_NAMES.get(schema.type, schema.type)}
     if schema.type == "struct":
-        out["fields"] = [_render(f.schema, f.name) for f in schema.fields]
+        out["fields"] = [_render(f.schema, f.name, decimal_numeric) for f in schema.fields]
     elif schema.type == "array":
         assert schema.items is not None
-        out["items"] = _render(schema.items)
+        out["items"] = _render(schema.items, None, decimal_numeric)
     elif schema.type == "map":
         assert schema.keys is not None and schema.values is not None
-        out["keys"] = _render(schema.keys)
-        out["values"] = _render(schema.values)
+        out["keys"] = _render(schema.keys, None, decimal_numeric)
+        out["values"] = _render(schema.values, None, decimal_numeric)
     out["optional"] = schema.optional
     if schema.name is not None:
         out["name"] = schema.name
@@ -152,21 +160,25 @@ def _render(schema: Schema, field_name: str | None = None) -> dict[str, Any]:
     if schema.parameters:
         out["parameters"] = dict(schema.parameters)
     if schema.has_default:
-        out["default"] = _json_value(schema, schema.default)
+        out["default"] = _json_value(schema, schema.default, decimal_numeric)
     if field_name is not None:
         out["field"] = field_name
     return out
 
 
-def _json_value(schema: Schema, value: Any) -> Any:
-    """A default value as JsonConverter writes it (bytes and decimals base64-encoded)."""
+def _json_value(schema: Schema, value: Any, decimal_numeric: bool = False) -> Any:
+    """A default value as JsonConverter writes it (bytes and decimals base64-encoded, or decimals
+    as numbers with decimal.format=numeric)."""
     import base64
     from decimal import Decimal
 
     if isinstance(value, Decimal):
-        from headwater.model.values import decimal_to_unscaled_bytes
+        from headwater.model.values import decimal_json_number, decimal_to_unscaled_bytes
 
-        value = decimal_to_unscaled_bytes(value, int((schema.parameters or {}).get("scale", "0")))
+        scale = int((schema.parameters or {}).get("scale", "0"))
+        if decimal_numeric:
+            return orjson.Fragment(decimal_json_number(value, scale))
+        value = decimal_to_unscaled_bytes(value, scale)
     if isinstance(value, (bytes, bytearray)):
         return base64.b64encode(value).decode("ascii")
     return value

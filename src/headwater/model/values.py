@@ -21,3 +21,9 @@ def decimal_to_unscaled_bytes(value: Decimal, scale: int) -> bytes:
     unscaled = unscaled_int(value, scale)
     length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
     return unscaled.to_bytes(length, "big", signed=True)
+
+
+def decimal_json_number(value: Decimal, scale: int) -> bytes:
+    """The value at the schema's scale as Jackson writes a BigDecimal (BigDecimal.toString: plain,
+    or scientific when the exponent is small, e.g. 1E-10; Python's str() follows the same rule)."""
+    return f"{Decimal(f'{unscaled_int(value, scale)}E{-scale}')}".encode("ascii")

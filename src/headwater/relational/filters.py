@@ -30,14 +30,17 @@ class TableFilter:
     table_include: list[re.Pattern[str]]
     table_exclude: list[re.Pattern[str]]
     system_schemas: frozenset[str] = frozenset()
+    # tables extensions put into user schemas that Debezium treats as system tables (PostGIS's
+    # spatial_ref_sys), in any schema
+    system_tables: frozenset[str] = frozenset()
 
     @classmethod
     def build(cls, *, schema_include: Iterable[str] | None = None, schema_exclude: Iterable[str] | None = None,
               table_include: Iterable[str] | None = None, table_exclude: Iterable[str] | None = None,
-              system_schemas: Iterable[str] = ()) -> TableFilter:
+              system_schemas: Iterable[str] = (), system_tables: Iterable[str] = ()) -> TableFilter:
         return cls(compile_patterns(schema_include), compile_patterns(schema_exclude),
                    compile_patterns(table_include), compile_patterns(table_exclude),
-                   frozenset(system_schemas))
+                   frozenset(system_schemas), frozenset(system_tables))
 
     def schema_included(self, schema: str | None) -> bool:
         if schema is None:
@@ -51,7 +54,7 @@ class TableFilter:
         return True
 
     def __call__(self, table_id: TableId) -> bool:
-        if not self.schema_included(table_id.schema):
+        if not self.schema_included(table_id.schema) or table_id.table in self.system_tables:
             return False
         ident = table_id.identifier()
         if self.table_include:

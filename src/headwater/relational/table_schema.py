@@ -18,6 +18,7 @@ from headwater.model.schema import NO_DEFAULT, Schema, replace, struct
 from headwater.relational.column_mappers import ColumnMappers, default_source_column
 from headwater.relational.filters import ColumnFilter
 from headwater.relational.table import Column, Table
+from headwater.relational.topic_naming import NameAdjuster
 
 
 class ColumnTypeError(Exception):
@@ -125,14 +126,26 @@ def build_table_schema(
     column_filter: ColumnFilter | None = None,
     raw_columns: Sequence[str] | None = None,
     mappers: ColumnMappers | None = None,
+    topic: str | None = None,
+    schema_names: NameAdjuster | None = None,
+    field_names: NameAdjuster | None = None,
 ) -> TableSchema:
     """Build the schemas for `table`.
 
     `key_columns` overrides the primary key (`message.key.columns`); `raw_columns` is the column
     order of the raw tuples (defaults to the table's column order); `mappers` are the configured
-    column mappers (value fields only, as in Debezium: key fields keep their plain schema)."""
-    base = f"{topic_prefix}.{table.id.schema}.{table.id.table}" if table.id.schema else \
-        f"{topic_prefix}.{table.id.table}"
+    column mappers (value fields only, as in Debezium: key fields keep their plain schema).
+    Debezium names the schemas after the table's data topic (`topic`, from the topic naming
+    strategy; default `<topic_prefix>.<schema>.<table>`) adjusted by `schema_names`
+    (`schema.name.adjustment.mode`), and the fields after the columns adjusted by `field_names`
+    (`field.name.adjustment.mode`); filters, key columns and mappers still see the column names."""
+    if topic is not None:
+        base = topic
+    else:
+        base = f"{topic_prefix}.{table.id.schema}.{table.id.table}" if table.id.schema else \
+            f"{topic_prefix}.{table.id.table}"
+    adjust_schema = schema_names.adjust if schema_names is not None else _same
+    adjust_field = field_names.adjust if field_names is not None else _same
     raw_order = list(raw_columns) if raw_columns is not None else table.column_names()
     raw_index = {name: i for i, name in enumerate(raw_order)}
     keys = list(key_columns) if key_columns is not None else list(table.primary_key)
@@ -153,6 +166,7 @@ def build_table_schema(
             continue
         default = converters.default_for(table, column, schema)
         field_schema = _finish(schema, column.optional, default)
+        field_name = adjust_field(column.name)
         if column.name in keys:
             key_field_schemas[column.name] = field_schema
         # key columns are always kept in the key even if filtered out of the value
@@ -170,17 +184,23 @@ def build_table_schema(
             if mapped is not None:
                 field_schema = _finish(mapped[0], column.optional, default)
                 mapper = mapped[1]
-        fields.append((column.name, field_schema))
-        plan.append(ColumnPlan(column.name, raw_index[column.name], convert, column.optional, fallback, unavailable,
+        fields.append((field_name, field_schema))
+        plan.append(ColumnPlan(field_name, raw_index[column.name], convert, column.optional, fallback, unavailable,
                                mapper))
 
-    row_schema = struct(f"{base}.Value", fields, optional=True)
+    row_schema = struct(adjust_schema(f"{base}.Value"), fields, optional=True)
     key_schema = None
-    key_fields = [k for k in keys if k in key_field_schemas]
+    key_columns_kept = [k for k in keys if k in key_field_schemas]
+    key_fields = [adjust_field(k) for k in key_columns_kept]
     if key_fields:
-        key_schema = struct(f"{base}.Key", [(k, key_field_schemas[k]) for k in key_fields])
-    envelope = envelope_schema(f"{base}.Envelope", row_schema, source_schema)
+        key_schema = struct(adjust_schema(f"{base}.Key"),
+                            [(adjust_field(k), key_field_schemas[k]) for k in key_columns_kept])
+    envelope = envelope_schema(adjust_schema(f"{base}.Envelope"), row_schema, source_schema)
     return TableSchema(table, key_schema, row_schema, envelope, plan, key_fields, marker)
+
+
+def _same(name: str) -> str:
+    return name
 
 
 def _finish(schema: Schema, optional: bool, default: Any) -> Schema:

@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 
 from headwater.engine.records import SourceRecord
-from headwater.model.schema import Schema
-from headwater.model.values import decimal_to_unscaled_bytes
+from headwater.model.schema import Schema, render_json_bytes
+from headwater.model.values import decimal_json_number, decimal_to_unscaled_bytes
 
 Adapter = Callable[[Any], Any]
 
@@ -42,9 +42,12 @@ def _float(value: float) -> Any:
 
 class JsonConverter:
     def __init__(self, schemas_enable: bool = True, replace_null_with_default: bool = True, *,
-                 in_place: bool = False) -> None:
+                 in_place: bool = False, decimal_format: str = "base64") -> None:
         self.schemas_enable = schemas_enable
         self.replace_null_with_default = replace_null_with_default
+        # decimal.format: Connect Decimal values as base64 bytes (Kafka's default) or JSON numbers
+        self.decimal_numeric = decimal_format == "numeric"
+        self._schema_texts: dict[int, tuple[Schema, bytes]] = {}
         # Rewrite values inside the record's own dicts instead of copying them: for records that
         # are serialized once and dropped (worker processes), the copies are pure overhead.
         self.in_place = in_place
@@ -74,8 +77,17 @@ class JsonConverter:
         if not self.schemas_enable:
             parts.append(payload)
             return
-        parts += (b'{"schema":', schema.json_bytes if schema is not None else b"null", b',"payload":', payload,
-                  b"}")
+        parts += (b'{"schema":', self._schema_text(schema) if schema is not None else b"null", b',"payload":',
+                  payload, b"}")
+
+    def _schema_text(self, schema: Schema) -> bytes:
+        if not self.decimal_numeric:
+            return schema.json_bytes
+        cached = self._schema_texts.get(id(schema))
+        if cached is None or cached[0] is not schema:
+            cached = (schema, render_json_bytes(schema, decimal_numeric=True))  # keeps schema alive (id)
+            self._schema_texts[id(schema)] = cached
+        return cached[1]
 
     def to_jsonable(self, schema: Schema | None, value: Any) -> Any:
         """The same as `to_bytes`, as Python objects (for sinks that embed it)."""
@@ -96,6 +108,9 @@ class JsonConverter:
         t = schema.type
         if schema.name == DECIMAL_LOGICAL:
             scale = int((schema.parameters or {}).get("scale", "0"))
+            if self.decimal_numeric:
+                return lambda v: orjson.Fragment(decimal_json_number(v, scale)) if isinstance(v, Decimal) \
+                    else (_b64(v) if isinstance(v, (bytes, bytearray)) else v)
             return lambda v: _b64(decimal_to_unscaled_bytes(v, scale)) if isinstance(v, Decimal) \
                 else (_b64(v) if isinstance(v, (bytes, bytearray)) else v)
         if t == "bytes":
@@ -164,6 +179,8 @@ class RecordSerializer:
             for name, value in context_headers
         ]
         self._context_bytes = orjson.dumps(self._context)[1:-1]  # the items, without brackets
+        self._context_pairs = [(name, header_converter.to_bytes(STRING, value) or b"null")
+                               for name, value in context_headers]
 
     def key(self, record: SourceRecord) -> bytes | None:
         return self.key_converter.to_bytes(record.key_schema, record.key)
@@ -187,6 +204,12 @@ class RecordSerializer:
             for name, schema, value in record.headers
         )
         return b"[" + own + (b"," + context if context else b"") + b"]"
+
+    def header_pairs(self, record: SourceRecord) -> list[tuple[str, bytes]]:
+        """The headers as Kafka holds them: (name, converter output), context headers last."""
+        own = [(name, self.header_converter.to_bytes(schema, value) or b"null")
+               for name, schema, value in record.headers]
+        return own + self._context_pairs if record.context_headers else own
 
     def line(self, record: SourceRecord) -> bytes:
         """The conformance line format: {"topic","key","value","headers"} + newline."""

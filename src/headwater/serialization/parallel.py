@@ -13,8 +13,11 @@ has `build(chunk) -> list[SourceRecord | OffsetMarker]`.
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import multiprocessing
 import os
+import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,13 +33,20 @@ class SerializerSettings:
     header_schemas_enable: bool = True
     key_replace_null_with_default: bool = True
     value_replace_null_with_default: bool = True
+    key_decimal_format: str = "base64"      # key/value.converter.decimal.format
+    value_decimal_format: str = "base64"
     context_headers: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     def create(self, *, in_place: bool = False) -> RecordSerializer:
+        # key structs are shared with the key-change headers: converted in place they would reach
+        # the header converter already rendered, which is only harmless when both render alike
+        keys_in_place = in_place and self.key_decimal_format == "base64"
         return RecordSerializer(
-            JsonConverter(self.key_schemas_enable, self.key_replace_null_with_default, in_place=in_place),
-            JsonConverter(self.value_schemas_enable, self.value_replace_null_with_default, in_place=in_place),
-            JsonConverter(self.header_schemas_enable, True, in_place=in_place),
+            JsonConverter(self.key_schemas_enable, self.key_replace_null_with_default, in_place=keys_in_place,
+                          decimal_format=self.key_decimal_format),
+            JsonConverter(self.value_schemas_enable, self.value_replace_null_with_default, in_place=in_place,
+                          decimal_format=self.value_decimal_format),
+            JsonConverter(self.header_schemas_enable, True, in_place=keys_in_place),
             list(self.context_headers),
         )
 
@@ -82,12 +92,15 @@ _worker: _Worker | None = None
 
 
 def _init_worker(builder_settings: Any, serializer_settings: SerializerSettings, target: Any, turn: Any,
-                 cond: Any, abort: Any, parent: int) -> None:
+                 cond: Any, abort: Any, parent: int, log_level: int = logging.WARNING) -> None:
     global _worker
     die_with_parent()
     if os.getppid() != parent:  # the parent died before the request above took effect
         os._exit(1)
     tune_allocator()
+    # a spawned process starts without logging handlers: warnings of the builder (e.g. an event
+    # skipped per event.processing.failure.handling.mode=warn) go to stderr like the runner's
+    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     _worker = _Worker(
         builder=builder_settings.create_builder(),
         serializer=serializer_settings.create(in_place=True),  # a worker's records live only to be serialized
@@ -146,16 +159,41 @@ class EncodingPool:
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
         self._abort: Any = None
         self._seq = 0
+        self._closed = threading.Event()
+        self._keeper: threading.Thread | None = None
 
     def start(self, builder_settings: Any) -> None:
         ctx = multiprocessing.get_context("spawn")
         turn, cond, self._abort = ctx.Value("q", 0, lock=False), ctx.Condition(), ctx.Value("b", 0, lock=False)
         self._seq = 0
-        self._executor = concurrent.futures.ProcessPoolExecutor(
+        executor = concurrent.futures.ProcessPoolExecutor(
             max_workers=self.workers, mp_context=ctx, initializer=_init_worker,
-            initargs=(builder_settings, self.serializer_settings, self.target, turn, cond, self._abort, os.getpid()))
-        # fail fast (and pay the start-up) before streaming begins
-        list(self._executor.map(_ready, range(self.workers)))
+            initargs=(builder_settings, self.serializer_settings, self.target, turn, cond, self._abort, os.getpid(),
+                      logging.getLogger().getEffectiveLevel()))
+        self._executor = executor
+        # Workers ask to die with their parent, and the kernel means the parent *thread* (the one
+        # that spawned them). They are spawned here, all at once (fail fast, and pay the start-up
+        # before streaming begins), by a thread that lives as long as the pool — not by the
+        # caller, the connector's reader thread, which ends when a lost connection is retried
+        # while records of its chunks are still being written.
+        self._closed = threading.Event()
+        spawned: list[BaseException | None] = []
+
+        def keep() -> None:
+            try:
+                list(executor.map(_ready, range(self.workers)))
+                spawned.append(None)
+            except BaseException as exc:
+                spawned.append(exc)
+                return
+            self._closed.wait()
+
+        self._keeper = threading.Thread(target=keep, name="headwater-pool", daemon=True)
+        self._keeper.start()
+        while not spawned and self._keeper.is_alive():
+            self._keeper.join(0.05)
+        if spawned and spawned[0] is not None:
+            raise spawned[0]
 
     def submit(self, chunk: Any) -> concurrent.futures.Future[EncodedBatch]:
         assert self._executor is not None, "EncodingPool.start() was not called"
@@ -167,6 +205,7 @@ class EncodingPool:
             self._abort.value = 1  # workers waiting for a turn that will never come give up
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
+            self._closed.set()
 
 
 __all__ = ["EncodingPool", "OffsetMarker", "SerializerSettings", "encode_items"]

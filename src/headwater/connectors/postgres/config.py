@@ -239,7 +239,8 @@ _PG_ONLY = FieldSet(
         T.BOOLEAN,
         True,
         group="connection",
-        doc="Enable TCP keep-alive probes on database connections.",
+        doc="Enable TCP keep-alive probes on database connections (libpq keepalives=1; false sets 0). "
+        "Tune them with database.keepalives_idle, database.keepalives_interval and database.keepalives_count.",
     ),
     Field(
         "database.sslfactory",
@@ -313,7 +314,9 @@ _PG_ONLY = FieldSet(
         T.STRING,
         group="replication",
         validator=_stream_params_valid,
-        doc="';'-separated key=value parameters passed to the output plug-in.",
+        doc="';'-separated key=value options passed to pgoutput in START_REPLICATION (e.g. origin=none on "
+        "PostgreSQL 16). proto_version, publication_names and messages are set by the connector and override "
+        "these, as in Debezium; an option pgoutput does not know stops the start with the server's error.",
     ),
     Field(
         "slot.max.retries",
@@ -321,7 +324,8 @@ _PG_ONLY = FieldSet(
         6,
         group="replication",
         validator=non_negative,
-        doc="Consecutive attempts to connect to the replication slot.",
+        doc="How often to check again, slot.retry.delay.ms apart, while the replication slot is in use by "
+        "another connection, before stopping with an error naming that connection's process.",
     ),
     Field(
         "slot.retry.delay.ms",
@@ -329,7 +333,7 @@ _PG_ONLY = FieldSet(
         10000,
         group="replication",
         validator=non_negative,
-        doc="Delay between attempts to connect to the replication slot.",
+        doc="Delay between checks while the replication slot is in use (see slot.max.retries).",
     ),
     Field(
         "status.update.interval.ms",
@@ -347,6 +351,36 @@ _PG_ONLY = FieldSet(
         group="replication",
         validator=non_negative,
         doc="How often the slot's xmin is read into source.xmin (0 = never).",
+    ),
+    Field(
+        "streaming.in.progress.transactions",
+        T.ENUM,
+        "auto",
+        allowed=("auto", "on", "off"),
+        group="replication",
+        doc="Headwater only: have the server send a transaction larger than its "
+        "logical_decoding_work_mem while it is in progress (pgoutput protocol 2, streaming 'on', "
+        "PostgreSQL 14+) instead of spilling it to disk on the server; Headwater spools it locally "
+        "(streaming.spool.directory, streaming.spool.memory.bytes) and emits its events at commit, "
+        "the same events as without streaming. auto: on with PostgreSQL 14+, off otherwise; on: "
+        "fail on older servers; off: protocol 1, as Debezium.",
+    ),
+    Field(
+        "streaming.spool.directory",
+        T.STRING,
+        group="replication",
+        doc="Headwater only: directory for the spool files of streamed in-progress transactions "
+        "(a subdirectory per slot is created there, emptied at start and removed at stop). Default: "
+        "the system temporary directory. Needs free space for the largest open transactions.",
+    ),
+    Field(
+        "streaming.spool.memory.bytes",
+        T.LONG,
+        16 * 1024 * 1024,
+        group="replication",
+        validator=non_negative,
+        doc="Headwater only: memory the open streamed transactions may hold together before their "
+        "messages are written to spool files.",
     ),
     Field(
         "flush.lsn.source",
@@ -453,7 +487,11 @@ _PG_ONLY = FieldSet(
         "serializable",
         allowed=("serializable", "repeatable_read", "read_committed", "read_uncommitted"),
         group="snapshot",
-        doc="Transaction isolation of the snapshot (Debezium 3.x).",
+        doc="Debezium 3.x: transaction isolation of a snapshot taken while the slot already exists: "
+        "serializable (SERIALIZABLE READ ONLY DEFERRABLE), repeatable_read, read_committed or "
+        "read_uncommitted. Headwater (re)creates the slot for every snapshot and reads its exported "
+        "snapshot in REPEATABLE READ, as Debezium does with a new slot, so the setting is validated but "
+        "does not change what is read.",
     ),
     Field(
         "snapshot.locking.mode",
@@ -461,8 +499,9 @@ _PG_ONLY = FieldSet(
         "none",
         allowed=("shared", "none", "custom"),
         group="snapshot",
-        doc="Table locks during the snapshot: shared (ACCESS SHARE while reading schemas), none (no "
-        "locks; do not change schemas during the snapshot) or custom.",
+        doc="Table locks during the snapshot: shared (LOCK TABLE ... IN ACCESS SHARE MODE on the "
+        "snapshotted tables, waiting at most snapshot.lock.timeout.ms, held until the snapshot ends) or "
+        "none (no locks; do not change schemas during the snapshot). custom (a Java SnapshotLock) is refused.",
     ),
     Field(
         "snapshot.locking.mode.custom.name",

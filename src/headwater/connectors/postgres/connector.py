@@ -12,30 +12,45 @@ import psycopg2
 
 from headwater.config import Configuration
 from headwater.connectors.postgres import snapshot as snap
-from headwater.connectors.postgres.config import lsn_flush_mode
-from headwater.connectors.postgres.connection import connect, describe_target, first_line
-from headwater.connectors.postgres.events import BuilderSettings, StreamPosition
+from headwater.connectors.postgres.config import lsn_flush_mode, parse_stream_params
+from headwater.connectors.postgres.connection import (
+    connect,
+    connection_error,
+    describe_target,
+    first_line,
+    is_connection_loss,
+)
+from headwater.connectors.postgres.events import BuilderSettings, StreamPosition, event_failed
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn
 from headwater.connectors.postgres.replication import (
+    SlotState,
     create_slot,
     drop_slot,
     ensure_publication,
+    publish_operations,
+    read_slot,
+    slot_catalog_xmin,
     wait_until_slot_free,
 )
 from headwater.connectors.postgres.schemas import CapturedTable, SchemaRegistry
 from headwater.connectors.postgres.source_info import CONNECTOR_NAME, PgOffset, source_block
+from headwater.connectors.postgres.spool import StreamSpools, directory_identity
 from headwater.connectors.postgres.streaming import StreamingReader
+from headwater.connectors.postgres.types import TypeSettings
 from headwater.engine.connector import ConnectorError, Emit, SourceConnector
 from headwater.engine.dispatcher import EventDispatcher
 from headwater.model.envelope import OP_READ
 from headwater.relational.column_mappers import ColumnMappers
 from headwater.relational.filters import ColumnFilter, TableFilter
 from headwater.relational.table import TableId
+from headwater.relational.topic_naming import NamingError, TopicNaming
 
 log = logging.getLogger(__name__)
 
 SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
+# Debezium's SystemTablesPredicate: tables an extension creates in a user schema (recorded, types_postgis)
+SYSTEM_TABLES = ("spatial_ref_sys",)
 
 # The built-in modes of Debezium's Snapshotter SPI (spec PG-34); `custom` loads Java code.
 _MODES = {"always", "initial", "initial_only", "no_data", "when_needed", "configuration_based"}
@@ -65,16 +80,23 @@ class PostgresConnector(SourceConnector):
         self.server = config.get("topic.prefix")
         self.dbname = config.get("database.dbname")
         self.slot_name = config.get("slot.name")
+        try:
+            self.topic_naming = TopicNaming.from_config(config)
+        except NamingError as exc:
+            raise ConnectorError(str(exc)) from None
         self.publication = config.get("publication.name")
         mode = config.get("snapshot.mode")
         self.snapshot_mode = "no_data" if mode == "never" else mode
+        if config.get("snapshot.locking.mode") == "custom":
+            raise ConnectorError("snapshot.locking.mode=custom loads a Java SnapshotLock implementation, which "
+                                 "Headwater cannot run; use shared or none")
         if self.snapshot_mode not in _MODES:
             raise ConnectorError(f"snapshot.mode={mode} loads a Java Snapshotter implementation, which Headwater "
                                  f"cannot run; use one of {', '.join(sorted(_MODES))}")
         self.table_filter = TableFilter.build(
             schema_include=config.get("schema.include.list"), schema_exclude=config.get("schema.exclude.list"),
             table_include=config.get("table.include.list"), table_exclude=config.get("table.exclude.list"),
-            system_schemas=SYSTEM_SCHEMAS)
+            system_schemas=SYSTEM_SCHEMAS, system_tables=SYSTEM_TABLES)
         self.column_filter = ColumnFilter.build(config.get("column.include.list"), config.get("column.exclude.list"))
         self.key_columns = parse_key_columns(config.get("message.key.columns"))
         self._include_patterns = [re.compile(p, re.IGNORECASE) for p in config.get("table.include.list") or []]
@@ -85,6 +107,9 @@ class PostgresConnector(SourceConnector):
         self._streaming: StreamingReader | None = None
         self._pool: Any = None
         self._heartbeat_conn: Any = None
+        self._xmin_conn: Any = None
+        self._connected_once = False
+        self._server_version = 0
 
     # -- SourceConnector ------------------------------------------------------------------
 
@@ -108,10 +133,14 @@ class PostgresConnector(SourceConnector):
         stored = self._parse_offset(offset)
         self._conn = connect(self.config, application_name="headwater")
         self._check_server(self._conn)
+        self._connected_once = True  # from now on a lost connection is retried (errors.max.retries)
         catalog = CatalogReader(self._conn)
         table_ids = self._captured_table_ids(catalog)
         ensure_publication(self._conn, self.publication, self.config.get("publication.autocreate.mode"),
-                           [t for t, kind in table_ids if kind in ("r", "p")])
+                           [t for t, kind in table_ids if kind in ("r", "p")],
+                           via_partition_root=self.config.get("publish.via.partition.root"),
+                           publish=publish_operations(self.config.get("skipped.operations")
+                                                      if self.config.is_set("skipped.operations") else None))
         slot = wait_until_slot_free(self._conn, self.slot_name, retries=self.config.get("slot.max.retries"),
                                     delay_s=self.config.get("slot.retry.delay.ms") / 1000)
         if slot is not None and (slot.plugin != "pgoutput" or slot.database != self.dbname):
@@ -119,12 +148,17 @@ class PostgresConnector(SourceConnector):
                 f"replication slot {self.slot_name!r} exists for plugin {slot.plugin!r} in database "
                 f"{slot.database!r}; Headwater needs a pgoutput slot in {self.dbname!r} (choose another slot.name)")
 
-        want_snapshot = self._wants_snapshot(stored, slot is not None)
+        want_snapshot = self._wants_snapshot(stored, slot is not None, self._slot_problem(stored, slot))
         registry = self.builder_settings().registry(catalog)
 
         self._repl = connect(self.config, replication=True, application_name="headwater-stream")
         start = stored if stored is not None and not want_snapshot else None
         if want_snapshot:
+            delay_ms = self.config.get("snapshot.delay.ms")
+            if delay_ms > 0:
+                log.info("waiting %d ms before the snapshot (snapshot.delay.ms)", delay_ms)
+                if stop.wait(delay_ms / 1000):
+                    return
             if slot is not None:
                 # The slot predates this snapshot (a snapshot that did not finish, or mode=always):
                 # recreate it so the snapshot reads exactly the slot's consistent point.
@@ -141,20 +175,20 @@ class PostgresConnector(SourceConnector):
         elif start is None:
             # no offsets, no snapshot wanted, slot exists: stream from where the slot stands
             start = PgOffset(lsn_commit=slot.confirmed_flush_lsn or 0)
-        if stored is not None and slot is not None and not want_snapshot and slot.confirmed_flush_lsn is not None \
-                and stored.lsn_commit is not None and slot.confirmed_flush_lsn > stored.lsn_commit:
-            log.warning("slot %s confirmed %s, beyond the stored offset %s; the server resumes from the slot",
-                        self.slot_name, format_lsn(slot.confirmed_flush_lsn), format_lsn(stored.lsn_commit))
         if not self._streams():
             return
         self._stream(registry, start, emit, stop)
 
-    def close(self) -> None:
-        if self._streaming is not None:
-            self._streaming.final_feedback()
+    def is_retriable(self, error: BaseException) -> bool:
+        """A lost or unreachable server, once this connector has connected at least once (a
+        failure to connect at start-up is a configuration problem and stops, PG-414)."""
+        return self._connected_once and is_connection_loss(error)
+
+    def release(self) -> None:
+        self._streaming = None
         if self._pool is not None:
             self._pool.close()
-        for conn in (self._repl, self._conn, self._heartbeat_conn):
+        for conn in (self._repl, self._conn, self._heartbeat_conn, self._xmin_conn):
             if conn is not None:
                 try:
                     conn.close()
@@ -162,7 +196,14 @@ class PostgresConnector(SourceConnector):
                     pass
         self._repl = None
         self._heartbeat_conn = None
-        if self.config.get("slot.drop.on.stop") and self._conn is not None:
+        self._xmin_conn = None
+        self._conn = None
+
+    def close(self) -> None:
+        if self._streaming is not None:
+            self._streaming.final_feedback()
+        self.release()
+        if self.config.get("slot.drop.on.stop") and self._connected_once:
             try:
                 conn = connect(self.config, application_name="headwater-cleanup")
                 try:
@@ -171,7 +212,6 @@ class PostgresConnector(SourceConnector):
                     conn.close()
             except (psycopg2.Error, ConnectorError) as exc:
                 log.warning("could not drop replication slot %s: %s", self.slot_name, exc)
-        self._conn = None
 
     # -- steps ----------------------------------------------------------------------------
 
@@ -196,6 +236,23 @@ class PostgresConnector(SourceConnector):
                 "wal_level=logical (set it in postgresql.conf and restart the server)")
         if version < 100000:
             raise ConnectorError(f"{describe_target(self.config)} runs PostgreSQL {version}; pgoutput needs 10+")
+        if version < 140000 and self.config.get("streaming.in.progress.transactions") == "on":
+            raise ConnectorError(
+                f"{describe_target(self.config)} runs PostgreSQL {version}; streaming.in.progress.transactions=on "
+                "needs PostgreSQL 14+ (pgoutput protocol 2); set it to auto or off")
+        self._server_version = version
+
+    def _stream_spools(self) -> StreamSpools | None:
+        """The spool for streamed in-progress transactions, or None for protocol 1
+        (`streaming.in.progress.transactions`)."""
+        mode = self.config.get("streaming.in.progress.transactions")
+        if mode == "off" or self._server_version < 140000:
+            return None
+        identity = directory_identity(self.config.get("database.hostname"), self.config.get("database.port"),
+                                      self.dbname, self.server)
+        directory = StreamSpools.default_directory(self.config.get("streaming.spool.directory"), self.slot_name,
+                                                   identity)
+        return StreamSpools(directory, self.config.get("streaming.spool.memory.bytes"))
 
     def _captured_table_ids(self, catalog: CatalogReader) -> list[tuple[TableId, str]]:
         tables = [(table_id, kind) for _, table_id, kind in catalog.list_tables()]
@@ -219,50 +276,84 @@ class PostgresConnector(SourceConnector):
             return self._based("start.stream")
         return True
 
-    def _wants_snapshot(self, stored: PgOffset | None, slot_exists: bool) -> bool:
+    def _wants_snapshot(self, stored: PgOffset | None, slot_exists: bool, problem: str | None = None) -> bool:
+        """Whether to snapshot. A stored offset the slot cannot serve (the slot is missing, or
+        `problem`: it was recreated or moved past the offset, or invalidated) is never skipped
+        silently: modes that may snapshot again do (when_needed, always, configuration_based with
+        snapshot.on.data.error), the others fail with an error saying what was lost."""
         mode = self.snapshot_mode
         in_progress = stored is not None and stored.snapshot and not stored.snapshot_completed
+        usable = slot_exists and problem is None
         if mode == "always":
             return True
         if mode == "configuration_based":
-            if stored is not None and not slot_exists and not self._based("snapshot.on.data.error"):
-                raise self._vanished_slot_error(stored)
-            return self._based("snapshot.data") or (stored is not None and not slot_exists)
+            if stored is not None and not in_progress and not usable and not self._based("snapshot.on.data.error"):
+                raise self._vanished_slot_error(stored, problem)
+            return self._based("snapshot.data") or (stored is not None and not usable)
         if mode == "no_data":
-            if stored is not None and not slot_exists:
-                raise self._vanished_slot_error(stored)
+            if stored is not None and not usable:
+                raise self._vanished_slot_error(stored, problem)
             return False
         if stored is None or in_progress:
             return True
-        if not slot_exists:
+        if not usable:
             if mode == "when_needed":
-                log.warning("replication slot %s no longer exists; taking a new snapshot (snapshot.mode=when_needed)",
-                            self.slot_name)
+                log.warning("replication slot %s %s; taking a new snapshot (snapshot.mode=when_needed)",
+                            self.slot_name, problem or "no longer exists")
                 return True
-            raise self._vanished_slot_error(stored)
+            raise self._vanished_slot_error(stored, problem)
         return False
 
-    def _vanished_slot_error(self, stored: PgOffset) -> ConnectorError:
+    def _slot_problem(self, stored: PgOffset | None, slot: SlotState | None) -> str | None:
+        """Why an existing slot cannot resume at the stored offset, or None. A slot that was
+        dropped and created again (a restore, pg_upgrade, a manual drop) or advanced by hand
+        starts past the stored position: the server would silently resume from the slot and the
+        changes in between would be lost (spec PG-243, a Headwater hardening)."""
+        if stored is None or slot is None or (stored.snapshot and not stored.snapshot_completed):
+            return None
+        if slot.wal_status == "lost":
+            return ("was invalidated by the server (wal_status=lost: max_slot_wal_keep_size removed WAL it "
+                    "still needed)")
+        position = slot.position()
+        if stored.lsn_commit is None or position is None or position <= stored.lsn_commit:
+            return None
+        problem = (f"starts at {format_lsn(position)} (confirmed_flush_lsn "
+                   f"{format_lsn(slot.confirmed_flush_lsn or 0)}, restart_lsn {format_lsn(slot.restart_lsn or 0)}: "
+                   "it was dropped and created again, or advanced by hand)")
+        if not self._flush_lsn_enabled():
+            # lsn.flush.mode=manual: whoever advances the slot may have moved it past the offset
+            log.warning("replication slot %s %s; the changes in between are not received again", self.slot_name,
+                        problem)
+            return None
+        return problem
+
+    def _vanished_slot_error(self, stored: PgOffset, problem: str | None = None) -> ConnectorError:
         where = format_lsn(stored.lsn_commit) if stored.lsn_commit is not None else "an unknown position"
+        state = problem or "does not exist"
         return ConnectorError(
-            f"replication slot {self.slot_name!r} does not exist, but the stored offset expects to resume at "
-            f"{where}; changes since then may be lost. Set snapshot.mode=when_needed (or always) to take a new "
-            "snapshot, or remove the offsets file")
+            f"replication slot {self.slot_name!r} in database {self.dbname!r} {state}, but the stored offset of "
+            f"server {self.server!r} resumes at {where}: the changes committed since then cannot be streamed and "
+            "may be lost. Set snapshot.mode=when_needed to take a new snapshot (or always), or, accepting the "
+            "loss, remove the offsets file and start with snapshot.mode=no_data")
 
     def builder_settings(self) -> BuilderSettings:
         delimiter = self.config.get("topic.delimiter")
+        naming = self.topic_naming
         return BuilderSettings(
-            server=self.server, dbname=self.dbname, message_topic=f"{self.server}{delimiter}message",
+            server=self.server, dbname=self.dbname, message_topic=naming.message_topic(),
             topic_delimiter=delimiter, table_filter=self.table_filter, column_filter=self.column_filter,
             key_columns=self.key_columns, include_unknown=self.config.get("include.unknown.datatypes"),
             tombstones_on_delete=self.config.get("tombstones.on.delete"),
             skipped_operations=self.skipped_operations,
             provide_transaction_metadata=self.config.get("provide.transaction.metadata"),
-            transaction_topic=f"{self.server}{delimiter}{self.config.get('topic.transaction')}",
+            transaction_topic=naming.transaction_topic(),
             unavailable_placeholder=self.config.get("unavailable.value.placeholder"),
             column_mappers=ColumnMappers.from_config(self.config),
-            heartbeat_topic=(f"{self.config.get('topic.heartbeat.prefix')}{delimiter}{self.server}"
-                             if self.config.get("heartbeat.interval.ms") > 0 else None),
+            heartbeat_topic=naming.heartbeat_topic() if self.config.get("heartbeat.interval.ms") > 0 else None,
+            topic_naming=naming, schema_name_adjustment=self.config.get("schema.name.adjustment.mode"),
+            field_name_adjustment=self.config.get("field.name.adjustment.mode"),
+            failure_mode=self.config.get("event.processing.failure.handling.mode"),
+            type_settings=TypeSettings.from_config(self.config),
         )
 
     def use_encoding_pool(self, pool: Any) -> bool:
@@ -280,16 +371,18 @@ class PostgresConnector(SourceConnector):
         start position, or None when stopped before the snapshot completed."""
         reader_conn = connect(self.config, application_name="headwater-snapshot")
         try:
-            txid, _ = snap.begin_snapshot_transaction(reader_conn, snapshot_name)
+            txid, _ = snap.begin_snapshot_transaction(reader_conn, snapshot_name,
+                                                      self.config.get("snapshot.isolation.mode"))
             include = self.config.get("snapshot.include.collection.list") or []
+            patterns = [re.compile(p, re.IGNORECASE) for p in include]
+            if self.config.get("snapshot.locking.mode") == "shared":
+                snap.lock_tables(reader_conn, [t for t, _ in table_ids if not patterns or any(
+                    p.fullmatch(t.identifier()) for p in patterns)], self.config.get("snapshot.lock.timeout.ms"))
             oids = [catalog.oid_of(t) for t, _ in table_ids]
             tables = registry.load([o for o in oids if o is not None])
             ordered = sorted(tables.values(), key=self._snapshot_order)
-            if include:
-                patterns = [re.compile(p, re.IGNORECASE) for p in include]
+            if patterns:
                 ordered = [c for c in ordered if any(p.fullmatch(c.collection) for p in patterns)]
-            if self.config.get("snapshot.locking.mode") == "shared":
-                snap.lock_tables(reader_conn, ordered, self.config.get("snapshot.lock.timeout.ms"))
             overrides = {}
             for name in self.config.get("snapshot.select.statement.overrides") or []:
                 stmt = self.config.raw.get(f"snapshot.select.statement.overrides.{name}")
@@ -334,7 +427,7 @@ class PostgresConnector(SourceConnector):
         except snap.SnapshotStopped:
             return None
         except psycopg2.Error as exc:
-            raise ConnectorError(f"snapshot failed: {first_line(exc)}") from None
+            raise connection_error("snapshot failed", exc) from None
         finally:
             reader_conn.close()
 
@@ -350,6 +443,7 @@ class PostgresConnector(SourceConnector):
                         stop: threading.Event) -> None:
         schema = captured.schema
         table_id = captured.table.id
+        failure_mode = self.config.get("event.processing.failure.handling.mode")
         pending: list[Any] = []
         first = [True]
 
@@ -359,7 +453,12 @@ class PostgresConnector(SourceConnector):
             source = source_block(self.server, self.dbname, ts_us=snap.now_us(), snapshot=marker,
                                   schema=table_id.schema or "", table=table_id.table, tx_id=txid, lsn=lsn,
                                   last_commit_lsn=None)
-            dispatcher.dispatch_change(schema, captured.topic, OP_READ, None, schema.row(raw), source,
+            try:
+                row = schema.row(raw)
+            except Exception as exc:  # event.processing.failure.handling.mode, as in streaming
+                event_failed(failure_mode, captured, exc, [raw], f"in the snapshot at LSN {format_lsn(lsn)}")
+                return
+            dispatcher.dispatch_change(schema, captured.topic, OP_READ, None, row, source,
                                        collection=captured.collection)
 
         def on_row(raw: list[str | None]) -> None:
@@ -369,7 +468,7 @@ class PostgresConnector(SourceConnector):
             else:
                 pending.append(raw)
 
-        snap.read_rows(conn, captured, overrides, stop, on_row)
+        snap.read_rows(conn, captured, overrides, stop, on_row, self.config.get("database.query.timeout.ms"))
         if pending:
             emit_row(pending[0], True)
 
@@ -383,12 +482,61 @@ class PostgresConnector(SourceConnector):
             status_interval_s=max(self.config.get("status.update.interval.ms") / 1000, 1.0),
             flush_lsn_to_server=self._flush_lsn_enabled(), emit=emit, position=StreamPosition.resume(start),
             pool=self._pool, heartbeat_interval_s=self.config.get("heartbeat.interval.ms") / 1000,
-            heartbeat_action=self._heartbeat_action if self.config.get("heartbeat.action.query") else None)
+            heartbeat_action=self._heartbeat_action if self.config.get("heartbeat.action.query") else None,
+            spools=self._stream_spools(), server_version=self._server_version)
         self._streaming = reader
+        reader.stream_params = parse_stream_params(self.config.get("slot.stream.params"))
+        xmin_ms = self.config.get("xmin.fetch.interval.ms")
+        if xmin_ms > 0:
+            reader.xmin_fetch = self._fetch_slot_xmin
+            reader.xmin_interval_s = xmin_ms / 1000
         reader.start()
         log.info("streaming from slot %s at %s%s", self.slot_name, format_lsn(start.lsn_commit or 0),
                  f" with {self._pool.workers} worker processes" if self._pool is not None else "")
-        reader.run(stop)
+        if reader.spools is not None:
+            log.info("in-progress transactions are streamed (pgoutput protocol 2) and spooled in %s",
+                     reader.spools.directory)
+        try:
+            reader.run(stop)
+        except ConnectorError as exc:
+            raise self._explain_stream_failure(exc) from None
+
+    def _explain_stream_failure(self, exc: ConnectorError) -> ConnectorError:
+        """A stream that fails because its slot was dropped (the walsender terminated, then
+        pg_drop_replication_slot) says so: the changes the slot held are gone, and nothing after
+        the last stored offset was acknowledged."""
+        try:
+            conn = connect(self.config, application_name="headwater-check")
+            try:
+                slot = read_slot(conn, self.slot_name)
+            finally:
+                conn.close()
+        except (psycopg2.Error, ConnectorError):
+            return exc  # the server is unreachable: the original error says why
+        if slot is not None:
+            return exc
+        # retrying helps only where a restart takes a new snapshot; otherwise it would just fail again
+        resnapshots = self.snapshot_mode in ("when_needed", "always") or (
+            self.snapshot_mode == "configuration_based" and self._based("snapshot.on.data.error"))
+        return ConnectorError(
+            f"replication slot {self.slot_name!r} in database {self.dbname!r} was dropped while streaming "
+            f"({exc}); the changes it still held are lost for this connector, and nothing past the last stored "
+            "offset was acknowledged. "
+            + ("A restart takes a new snapshot (snapshot.mode=" + self.snapshot_mode + ")" if resnapshots else
+               "Restart with snapshot.mode=when_needed to take a new snapshot"),
+            retriable=exc.retriable and resnapshots)
+
+    def _fetch_slot_xmin(self) -> int | None:
+        """The slot's catalog_xmin (Debezium's source.xmin), on its own connection (reader thread);
+        None when it cannot be read, as Debezium's value before the first read."""
+        try:
+            if self._xmin_conn is None or self._xmin_conn.closed:
+                self._xmin_conn = connect(self.config, application_name="headwater-xmin")
+            return slot_catalog_xmin(self._xmin_conn, self.slot_name)
+        except (psycopg2.Error, ConnectorError) as exc:
+            reason = first_line(exc) if isinstance(exc, psycopg2.Error) else str(exc)
+            log.warning("could not read the xmin of replication slot %s: %s", self.slot_name, reason)
+            return None
 
     def _heartbeat_action(self) -> None:
         """Run `heartbeat.action.query` on its own autocommit connection (reader thread). A

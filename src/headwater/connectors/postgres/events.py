@@ -16,6 +16,8 @@ fully written is emitted again.
 from __future__ import annotations
 
 import copy
+import functools
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,12 +32,17 @@ from headwater.connectors.postgres.source_info import (
     PgOffset,
     source_block,
 )
-from headwater.connectors.postgres.types import DEFAULT_UNAVAILABLE_PLACEHOLDER
+from headwater.connectors.postgres.types import DEFAULT_UNAVAILABLE_PLACEHOLDER, TypeSettings, encode_binary
+from headwater.engine.connector import ConnectorError
 from headwater.engine.dispatcher import EventDispatcher
 from headwater.engine.records import OffsetMarker, SourceRecord
 from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_MESSAGE, OP_UPDATE
+from headwater.model.schema import OPTIONAL_STRING, Schema, struct
 from headwater.relational.column_mappers import ColumnMappers
 from headwater.relational.table import Table
+from headwater.relational.topic_naming import TopicNaming
+
+log = logging.getLogger(__name__)
 
 _UNCHANGED = pg.UNCHANGED_TOAST
 
@@ -56,6 +63,7 @@ class StreamPosition:
     skip_final_lsn: int | None = None   # resume inside this transaction ...
     skip_msgs: int = 0                  # ... after this many of its data messages
     skipping: int = 0
+    xmin: int | None = None             # the slot's catalog_xmin for source.xmin (xmin.fetch.interval.ms)
 
     @classmethod
     def resume(cls, offset: PgOffset) -> StreamPosition:
@@ -136,6 +144,14 @@ class BuilderSettings:
     # column.truncate/mask/mask.hash/propagate rules (headwater.relational.column_mappers); picklable
     column_mappers: ColumnMappers | None = None
     heartbeat_topic: str | None = None  # `<topic.heartbeat.prefix>.<topic.prefix>` when heartbeats are on
+    # topic.naming.strategy (data topics; the topics above come from it too) and the
+    # schema/field name adjustment modes; None: Debezium's default strategy with `topic_delimiter`
+    topic_naming: TopicNaming | None = None
+    schema_name_adjustment: str = "none"
+    field_name_adjustment: str = "none"
+    failure_mode: str = "fail"  # event.processing.failure.handling.mode: fail, warn or skip
+    # decimal/time/binary/hstore/interval handling modes (headwater.connectors.postgres.types)
+    type_settings: TypeSettings = field(default_factory=TypeSettings)
 
     def dispatcher(self, emit: Callable[[Any], None], next_offset: Callable[[], dict[str, Any]]) -> EventDispatcher:
         return EventDispatcher(
@@ -149,7 +165,10 @@ class BuilderSettings:
                               table_filter=self.table_filter, column_filter=self.column_filter,
                               key_columns=self.key_columns, include_unknown=self.include_unknown,
                               unavailable_placeholder=self.unavailable_placeholder,
-                              column_mappers=self.column_mappers)
+                              column_mappers=self.column_mappers, topic_naming=self.topic_naming,
+                              schema_name_adjustment=self.schema_name_adjustment,
+                              field_name_adjustment=self.field_name_adjustment,
+                              type_settings=self.type_settings)
 
     def create_builder(self) -> ChunkBuilder:
         """Worker-side factory (see `headwater.engine.encoding`)."""
@@ -244,13 +263,13 @@ class ChangeEventBuilder:
         """The source block: everything but the LSN is the same for a table within a
         transaction, so it is built once and copied (a third of the cost on the hot path)."""
         pos = self.position
-        key = (id(captured), pos.xid, pos.commit_ts_us, pos.last_commit_lsn)
+        key = (id(captured), pos.xid, pos.commit_ts_us, pos.last_commit_lsn, pos.xmin)
         if self._source_key != key:
             self._source_key = key
             self._source_template = source_block(
                 self.settings.server, self.settings.dbname, ts_us=pos.commit_ts_us, snapshot="false",
                 schema=captured.table.id.schema or "", table=captured.table.id.table, tx_id=pos.xid, lsn=None,
-                last_commit_lsn=pos.last_commit_lsn)
+                last_commit_lsn=pos.last_commit_lsn, xmin=pos.xmin)
             last = pos.last_commit_lsn
             self._sequence_prefix = "[null," if last is None else f'["{last}",'
         block = self._source_template.copy()
@@ -264,19 +283,25 @@ class ChangeEventBuilder:
             return
         schema = captured.schema
         kind = type(msg)
-        if kind is pg.Insert:
-            op, before, after = OP_CREATE, None, schema.row(msg.new)
-        elif kind is pg.Update:
-            op = OP_UPDATE
-            new = msg.new
-            if msg.old_kind == "O" and _UNCHANGED in new:
-                # REPLICA IDENTITY FULL: the old tuple has every value, so an unchanged TOAST
-                # value is taken from it instead of becoming the placeholder (as Debezium does)
-                new = [o if n is _UNCHANGED else n for n, o in zip(new, msg.old)]
-            after = schema.row(new)
-            before = schema.row(msg.old) if msg.old is not None else None
-        else:
-            op, before, after = OP_DELETE, schema.row(msg.old), None
+        try:
+            if kind is pg.Insert:
+                op, before, after = OP_CREATE, None, schema.row(msg.new)
+            elif kind is pg.Update:
+                op = OP_UPDATE
+                new = msg.new
+                if msg.old_kind == "O" and _UNCHANGED in new:
+                    # REPLICA IDENTITY FULL: the old tuple has every value, so an unchanged TOAST
+                    # value is taken from it instead of becoming the placeholder (as Debezium does)
+                    new = [o if n is _UNCHANGED else n for n, o in zip(new, msg.old)]
+                after = schema.row(new)
+                before = schema.row(msg.old) if msg.old is not None else None
+            else:
+                op, before, after = OP_DELETE, schema.row(msg.old), None
+        except Exception as exc:  # a value the converters cannot take: event.processing.failure.handling.mode
+            event_failed(self.settings.failure_mode, captured, exc,
+                         [getattr(msg, "new", None), getattr(msg, "old", None)],
+                         f"at LSN {pg.format_lsn(lsn)} (transaction {self.position.xid})")
+            return
         self.dispatcher.dispatch_change(
             schema, captured.topic, op, before, after, self._source(captured, lsn),
             collection=captured.collection, tx_id=self._tx_id(lsn), tx_ts_ms=self.position.commit_ts_us // 1000)
@@ -299,12 +324,60 @@ class ChangeEventBuilder:
             # Debezium stamps non-transactional messages with the time it saw them, in milliseconds
             ts_us, tx_id, tx, tx_ts = time.time_ns() // 1_000_000 * 1000, None, None, None
         source = source_block(s.server, s.dbname, ts_us=ts_us, snapshot="false", schema="", table="",
-                              tx_id=tx_id, lsn=lsn, last_commit_lsn=pos.last_commit_lsn)
+                              tx_id=tx_id, lsn=lsn, last_commit_lsn=pos.last_commit_lsn, xmin=pos.xmin)
+        mode = s.type_settings.binary_mode
+        content = msg.content if msg.content is None else encode_binary(msg.content, mode)
         value = {"op": OP_MESSAGE, "ts_ms": time.time_ns() // 1_000_000, "source": source, "transaction": None,
-                 "message": {"prefix": msg.prefix, "content": msg.content}}
+                 "message": {"prefix": msg.prefix, "content": content}}
         self.dispatcher.dispatch_record(s.message_topic, MESSAGE_KEY_SCHEMA, {"prefix": msg.prefix},
-                                        MESSAGE_VALUE_SCHEMA, value, collection=MESSAGE_COLLECTION, op=OP_MESSAGE,
-                                        tx_id=tx, tx_ts_ms=tx_ts)
+                                        message_value_schema(mode), value, collection=MESSAGE_COLLECTION,
+                                        op=OP_MESSAGE, tx_id=tx, tx_ts_ms=tx_ts)
+
+
+@functools.cache
+def message_value_schema(binary_mode: str) -> Schema:
+    """The message event's value schema: `content` follows binary.handling.mode (a string
+    unless bytes; recorded, types_binary_*)."""
+    if binary_mode == "bytes":
+        return MESSAGE_VALUE_SCHEMA
+    block = MESSAGE_VALUE_SCHEMA.field("message").schema  # type: ignore[union-attr]
+    block = struct(block.name, [("prefix", OPTIONAL_STRING), ("content", OPTIONAL_STRING)], version=block.version)
+    return struct(MESSAGE_VALUE_SCHEMA.name, [(f.name, block if f.name == "message" else f.schema)
+                                              for f in MESSAGE_VALUE_SCHEMA.fields],
+                  version=MESSAGE_VALUE_SCHEMA.version)
+
+
+def failing_column(captured: CapturedTable, tuples: list[Any]) -> tuple[str | None, str | None]:
+    """(column, reason) of the first value of `tuples` (raw rows) its converter refuses."""
+    for raw in tuples:
+        if raw is None:
+            continue
+        for p in captured.schema.plan:
+            value = raw[p.index] if p.index < len(raw) else None
+            if value is None or value is _UNCHANGED:
+                continue
+            try:
+                p.convert(value)
+            except Exception as exc:
+                return p.name, (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return None, None
+
+
+def event_failed(mode: str, captured: CapturedTable, exc: BaseException, tuples: list[Any], where: str) -> None:
+    """Debezium's `event.processing.failure.handling.mode` for an event that cannot be built:
+    fail raises (the connector stops, naming table, position and column), warn logs it and skips
+    the event, skip skips it (logged at debug level, as Debezium does)."""
+    column, reason = failing_column(captured, tuples)
+    if reason is None:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    what = f"table {captured.collection} {where}" + (f", column {column}" if column else "")
+    if mode == "fail":
+        raise ConnectorError(
+            f"cannot process the change event of {what}: {reason}. event.processing.failure.handling.mode=fail "
+            "stops here; set it to warn or skip to leave such events out")
+    level = logging.WARNING if mode == "warn" else logging.DEBUG
+    log.log(level, "skipped the change event of %s (event.processing.failure.handling.mode=%s): %s", what, mode,
+            reason)
 
 
 class ChunkBuilder:
@@ -315,11 +388,15 @@ class ChunkBuilder:
         self.registry = settings.registry(None)
         self._versions: dict[int, int] = {}
 
-    def build(self, chunk: Chunk) -> list[Any]:
-        for oid, (version, table, raw_columns) in chunk.relations.items():
+    def update_relations(self, relations: dict[int, tuple[int, Table | None, tuple[str, ...]]]) -> None:
+        """Adopt the relation definitions a chunk carries (rebuilding only changed versions)."""
+        for oid, (version, table, raw_columns) in relations.items():
             if self._versions.get(oid) != version:
                 self.registry.define(oid, None if table is None else self.registry.build(table, raw_columns))
                 self._versions[oid] = version
+
+    def build(self, chunk: Chunk) -> list[Any]:
+        self.update_relations(chunk.relations)
         items: list[Any] = []
         builder = ChangeEventBuilder(self.settings, self.registry, copy.copy(chunk.position), items.append)
         handle = builder.handle

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from headwater.connectors.postgres.types import PgType
 from headwater.relational.table import Column, Table, TableId
+
+log = logging.getLogger(__name__)
 
 # Tables (r) and partitioned tables (p); Debezium snapshots both.
 _TABLES_SQL = """
@@ -53,6 +57,19 @@ WHERE i.indrelid = ANY(%s) AND i.indisunique AND NOT i.indisprimary AND i.indexp
 ORDER BY i.indrelid, ic.relname, k.ord
 """
 
+# The columns of a pgoutput Relation message (name, type oid, type modifier), in the shape of
+# _COLUMNS_SQL rows: their types as the message gives them, not as the catalog has them now.
+_RELATION_COLUMNS_SQL = """
+SELECT 0, r.ord::int, r.name, r.typid, r.typmod, false, NULL::text, false,
+       t.typname, t.typtype, t.typcategory, t.typbasetype, t.typtypmod, t.typelem,
+       bt.oid AS base_oid, bt.typname AS base_name, bt.typtype AS base_kind, bt.typcategory AS base_category,
+       bt.typelem AS base_elem
+FROM unnest(%s::text[], %s::oid[], %s::int4[]) WITH ORDINALITY AS r(name, typid, typmod, ord)
+JOIN pg_type t ON t.oid = r.typid
+LEFT JOIN pg_type bt ON bt.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
+ORDER BY r.ord
+"""
+
 _TYPE_SQL = ("SELECT oid, typname, typtype, typcategory, typelem, typbasetype, typtypmod "
              "FROM pg_type WHERE oid = ANY(%s)")
 _ENUM_SQL = "SELECT enumtypid, enumlabel FROM pg_enum WHERE enumtypid = ANY(%s) ORDER BY enumtypid, enumsortorder"
@@ -89,7 +106,83 @@ class CatalogReader:
                 "SELECT c.oid, n.nspname, c.relname, c.relkind, c.relreplident, c.relispartition "
                 "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ANY(%s)", (oid_list,))
         }
-        columns_rows = self._query(_COLUMNS_SQL, (oid_list,))
+        per_table: dict[int, list[Column]] = {oid: [] for oid in oid_list}
+        for relid, column in self._columns(self._query(_COLUMNS_SQL, (oid_list,))):
+            per_table[relid].append(column)
+        keys: dict[int, list[str]] = {}
+        for relid, attname in self._query(_PRIMARY_KEYS_SQL, (oid_list,)):
+            keys.setdefault(relid, []).append(attname)
+        first_unique: dict[int, tuple[str, list[str]]] = {}
+        for relid, index_name, attname in self._query(_UNIQUE_INDEXES_SQL, (oid_list,)):
+            if relid in keys:
+                continue
+            current = first_unique.get(relid)
+            if current is None:
+                first_unique[relid] = (index_name, [attname])
+            elif current[0] == index_name:
+                current[1].append(attname)
+        tables = {}
+        for oid in oid_list:
+            if oid not in rel:
+                continue
+            table_id, kind, identity = rel[oid]
+            key = keys.get(oid) or (first_unique[oid][1] if oid in first_unique else [])
+            tables[oid] = Table(table_id, tuple(per_table[oid]), tuple(key),
+                                {"oid": oid, "relkind": kind, "replica_identity": identity})
+        return tables
+
+    def read_relation(self, table_id: TableId, columns: Sequence[Any], replica_identity: str | None = None) -> Table:
+        """The table a pgoutput Relation message describes, as Debezium builds it: the columns,
+        their order and types from the message (the table at WAL time); optionality, defaults and
+        the key from the catalog *now*, looked up by name (so a table dropped meanwhile gives
+        optional columns and no key, and one re-created under the same name lends its own);
+        key columns the message does not have are left out.
+
+        `columns` have `name`, `type_oid` and `type_modifier` (pgoutput.RelationColumn)."""
+        oid = self.oid_of(table_id)
+        current = self.read_tables([oid]).get(oid) if oid is not None else None
+        described = [c for _, c in self._columns(self._query(_RELATION_COLUMNS_SQL, (
+            [c.name for c in columns], [c.type_oid for c in columns], [c.type_modifier for c in columns])))]
+        if len(described) != len(columns):
+            # a type dropped since (with its column): nothing can decode it; leave the column out
+            known = {c.name for c in described}
+            log.warning("table %s: the types of columns %s no longer exist; these columns are left out of its "
+                        "events", table_id, [c.name for c in columns if c.name not in known])
+        now = {c.name: c for c in current.columns} if current is not None else {}
+        out = []
+        for column in described:
+            cat = now.get(column.name)
+            if cat is None:
+                out.append(column)   # gone from the catalog: optional, no default (as Debezium)
+            else:
+                out.append(replace(column, optional=cat.optional, default_expression=cat.default_expression))
+        names = {c.name for c in columns}
+        key = tuple(k for k in current.primary_key if k in names) if current is not None else ()
+        attributes = dict(current.attributes) if current is not None else {}
+        if replica_identity is not None:
+            attributes["replica_identity"] = replica_identity
+        return Table(table_id, tuple(out), key, attributes)
+
+    def _domain_bases(self, oids: set[int]) -> dict[int, tuple[Any, ...]]:
+        """domain oid -> (oid, name, kind, category, element, modifier) of its innermost base type;
+        the modifier is the first one set along the chain of domains (-1 if none)."""
+        out: dict[int, tuple[Any, ...]] = {}
+        for oid in oids:
+            current, modifier = oid, -1
+            for _ in range(32):  # PostgreSQL forbids cycles; the bound only guards this loop
+                rows = self._query(_TYPE_SQL, ([current],))
+                if not rows:
+                    break
+                r_oid, r_name, r_kind, r_cat, r_elem, r_base, r_mod = rows[0]
+                if r_kind != "d":
+                    out[oid] = (r_oid, r_name, r_kind, r_cat, r_elem, modifier)
+                    break
+                modifier = modifier if modifier >= 0 else r_mod
+                current = r_base
+        return out
+
+    def _columns(self, columns_rows: list[tuple[Any, ...]]) -> list[tuple[int, Column]]:
+        """(relation oid, Column) for rows shaped like _COLUMNS_SQL's, resolving domains, arrays and enums."""
         elem_oids = {r[18] for r in columns_rows if r[18]}
         enum_oids = {r[14] for r in columns_rows if r[16] == "e"}
         elem_types = {r[0]: r for r in self._query(_TYPE_SQL, (list(elem_oids),))} if elem_oids else {}
@@ -112,41 +205,26 @@ class CatalogReader:
                 return PgType(b[1], b[0], r[6], b[3], b[2], None, tuple(labels.get(b[0], ())), r[1])
             return PgType(r[1], r[0], -1, r[3], r[2], None, tuple(labels.get(r[0], ())), r[1])
 
-        per_table: dict[int, list[Column]] = {oid: [] for oid in oid_list}
+        deep = self._domain_bases({r[14] for r in columns_rows if r[16] == "d"})
+        out = []
         for row in columns_rows:
             (relid, attnum, name, typid, typmod, notnull, default_expr, generated, typname, typtype, _typcat,
              _typbase, typtypmod, _typelem, base_oid, base_name, base_kind, base_cat, base_elem) = row
             modifier = typtypmod if typtype == "d" else typmod
+            if base_kind == "d":
+                # a domain over a domain: the innermost base type, and the first modifier on the way
+                base_oid, base_name, base_kind, base_cat, base_elem, inner_mod = deep[base_oid]
+                modifier = modifier if modifier >= 0 else inner_mod
             element = element_type(base_elem) if base_cat == "A" and base_elem else None
             pg = PgType(base_name, base_oid, modifier, base_cat, base_kind, element,
                         tuple(labels.get(base_oid, ())), typname)
             length, scale = _length_scale(base_name, modifier)
-            per_table[relid].append(Column(
+            out.append((relid, Column(
                 name=name, position=attnum, type_name=typname, type_oid=typid, type_modifier=modifier,
                 length=length, scale=scale, optional=not notnull, default_expression=default_expr,
                 generated=bool(generated), native=pg,
-            ))
-        keys: dict[int, list[str]] = {}
-        for relid, attname in self._query(_PRIMARY_KEYS_SQL, (oid_list,)):
-            keys.setdefault(relid, []).append(attname)
-        first_unique: dict[int, tuple[str, list[str]]] = {}
-        for relid, index_name, attname in self._query(_UNIQUE_INDEXES_SQL, (oid_list,)):
-            if relid in keys:
-                continue
-            current = first_unique.get(relid)
-            if current is None:
-                first_unique[relid] = (index_name, [attname])
-            elif current[0] == index_name:
-                current[1].append(attname)
-        tables = {}
-        for oid in oid_list:
-            if oid not in rel:
-                continue
-            table_id, kind, identity = rel[oid]
-            key = keys.get(oid) or (first_unique[oid][1] if oid in first_unique else [])
-            tables[oid] = Table(table_id, tuple(per_table[oid]), tuple(key),
-                                {"oid": oid, "relkind": kind, "replica_identity": identity})
-        return tables
+            )))
+        return out
 
 
 def _length_scale(type_name: str, modifier: int) -> tuple[int | None, int | None]:

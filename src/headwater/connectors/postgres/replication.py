@@ -28,6 +28,12 @@ class SlotState:
     active_pid: int | None
     confirmed_flush_lsn: int | None
     restart_lsn: int | None
+    wal_status: str | None = None  # PostgreSQL 13+: "lost" once max_slot_wal_keep_size removed WAL it needs
+
+    def position(self) -> int | None:
+        """Where the slot can resume from at the earliest: changes committed before it are gone."""
+        known = [lsn for lsn in (self.confirmed_flush_lsn, self.restart_lsn) if lsn is not None]
+        return max(known) if known else None
 
 
 @dataclass
@@ -38,14 +44,23 @@ class CreatedSlot:
 
 def read_slot(conn: Any, slot_name: str) -> SlotState | None:
     with conn.cursor() as cur:
+        # wal_status through to_jsonb: the column exists from PostgreSQL 13 on only
         cur.execute(
-            "SELECT slot_name, plugin, database, active, active_pid, confirmed_flush_lsn::text, restart_lsn::text "
-            "FROM pg_replication_slots WHERE slot_name = %s", (slot_name,))
+            "SELECT slot_name, plugin, database, active, active_pid, confirmed_flush_lsn::text, restart_lsn::text, "
+            "to_jsonb(s) ->> 'wal_status' FROM pg_replication_slots s WHERE slot_name = %s", (slot_name,))
         row = cur.fetchone()
     if row is None:
         return None
     return SlotState(row[0], row[1] or "", row[2] or "", row[3], row[4],
-                     parse_lsn(row[5]) if row[5] else None, parse_lsn(row[6]) if row[6] else None)
+                     parse_lsn(row[5]) if row[5] else None, parse_lsn(row[6]) if row[6] else None, row[7])
+
+
+def slot_catalog_xmin(conn: Any, slot_name: str) -> int | None:
+    """The slot's catalog_xmin: what Debezium puts in source.xmin (`xmin.fetch.interval.ms`)."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT catalog_xmin::text FROM pg_replication_slots WHERE slot_name = %s", (slot_name,))
+        row = cur.fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else None
 
 
 def create_slot(repl_conn: Any, slot_name: str, *, export_snapshot: bool) -> CreatedSlot:
@@ -91,8 +106,33 @@ def wait_until_slot_free(conn: Any, slot_name: str, *, retries: int, delay_s: fl
     return state
 
 
-def ensure_publication(conn: Any, name: str, mode: str, tables: Sequence[TableId]) -> None:
-    """Debezium's `publication.autocreate.mode`: all_tables, filtered, no_tables, disabled."""
+def publish_operations(skipped: Sequence[str] | None) -> str | None:
+    """The `publish` option Debezium gives the publications it creates or alters: only when
+    `skipped.operations` is set explicitly, the operations not skipped (None: leave the default)."""
+    if skipped is None:
+        return None
+    ops = set(skipped) - {"none"}
+    if not ops:
+        return None
+    return ", ".join(name for code, name in (("c", "insert"), ("u", "update"), ("d", "delete"), ("t", "truncate"))
+                     if code not in ops)
+
+
+def ensure_publication(conn: Any, name: str, mode: str, tables: Sequence[TableId], *,
+                       via_partition_root: bool = False, publish: str | None = None) -> None:
+    """Debezium's `publication.autocreate.mode`: all_tables, filtered, no_tables, disabled.
+
+    As Debezium 3.6: a publication it creates gets `WITH (publish_via_partition_root = true)` when
+    `publish.via.partition.root` is set and `publish = '...'` when `skipped.operations` is (see
+    `publish_operations`); an existing publication is used as it is, except that `filtered`
+    replaces its table list (and its `publish` option) — its publish_via_partition_root is never
+    changed, so a publication made before the option was set keeps publishing the partitions."""
+    options = []
+    if via_partition_root:
+        options.append(sql.SQL("publish_via_partition_root = true"))
+    if publish is not None:
+        options.append(sql.SQL("publish = {}").format(sql.Literal(publish)))
+    with_clause = sql.SQL(" WITH ({})").format(sql.SQL(", ").join(options)) if options else sql.SQL("")
     with conn.cursor() as cur:
         cur.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s", (name,))
         row = cur.fetchone()
@@ -106,21 +146,25 @@ def ensure_publication(conn: Any, name: str, mode: str, tables: Sequence[TableId
                         f"create it (CREATE PUBLICATION {name} FOR ...) or choose another mode")
             elif mode == "all_tables":
                 if row is None:
-                    cur.execute(sql.SQL("CREATE PUBLICATION {} FOR ALL TABLES").format(ident))
+                    cur.execute(sql.SQL("CREATE PUBLICATION {} FOR ALL TABLES{}").format(ident, with_clause))
             elif mode == "no_tables":
                 if row is None:
-                    cur.execute(sql.SQL("CREATE PUBLICATION {}").format(ident))
+                    cur.execute(sql.SQL("CREATE PUBLICATION {}{}").format(ident, with_clause))
             elif mode == "filtered":
                 if not tables:
                     raise ConnectorError("publication.autocreate.mode=filtered but no table matches the "
                                          "include/exclude lists")
                 if row is None:
-                    cur.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(ident, table_list))
+                    cur.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {}{}").format(ident, table_list,
+                                                                                        with_clause))
                 elif row[0]:
                     raise ConnectorError(f"publication {name!r} is FOR ALL TABLES and cannot be filtered; "
                                          "drop it or use publication.autocreate.mode=all_tables")
                 else:
                     cur.execute(sql.SQL("ALTER PUBLICATION {} SET TABLE {}").format(ident, table_list))
+                    if publish is not None:
+                        cur.execute(sql.SQL("ALTER PUBLICATION {} SET (publish = {})").format(
+                            ident, sql.Literal(publish)))
             else:
                 raise ConnectorError(f"unknown publication.autocreate.mode {mode!r}")
         except psycopg2.Error as exc:

@@ -7,12 +7,19 @@ from typing import Any
 
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.source_info import SOURCE_SCHEMA
-from headwater.connectors.postgres.types import DEFAULT_UNAVAILABLE_PLACEHOLDER, PgType, PostgresValueConverters
+from headwater.connectors.postgres.types import (
+    DEFAULT_UNAVAILABLE_PLACEHOLDER,
+    PgType,
+    PostgresValueConverters,
+    TypeSettings,
+)
+from headwater.engine.connector import ConnectorError
 from headwater.relational import column_mappers as cm
 from headwater.relational.column_mappers import ColumnMappers, SourceColumn
 from headwater.relational.filters import ColumnFilter, TableFilter
 from headwater.relational.table import Column, Table, TableId
 from headwater.relational.table_schema import TableSchema, build_table_schema
+from headwater.relational.topic_naming import NameAdjuster, NamingError, TopicNaming
 
 
 @dataclass
@@ -29,26 +36,33 @@ class SchemaRegistry:
     def __init__(self, catalog: CatalogReader, *, topic_prefix: str, delimiter: str, table_filter: TableFilter,
                  column_filter: ColumnFilter, key_columns: dict[str, list[str]], include_unknown: bool,
                  unavailable_placeholder: str = DEFAULT_UNAVAILABLE_PLACEHOLDER,
-                 column_mappers: ColumnMappers | None = None) -> None:
+                 column_mappers: ColumnMappers | None = None, topic_naming: TopicNaming | None = None,
+                 schema_name_adjustment: str = "none", field_name_adjustment: str = "none",
+                 type_settings: TypeSettings | None = None) -> None:
         self.catalog = catalog
         self.topic_prefix = topic_prefix
         self.delimiter = delimiter
+        self.topic_naming = topic_naming or TopicNaming(prefix=topic_prefix, delimiter=delimiter)
+        # stateful, as Debezium's: two names adjusted to the same replacement are an error
+        self.schema_names = NameAdjuster(schema_name_adjustment)
+        self.field_names = NameAdjuster(field_name_adjustment, fields=True)
         self.table_filter = table_filter
         self.column_filter = column_filter
         self.key_columns = key_columns
-        self.converters = _Converters(include_unknown=include_unknown,
+        self.converters = _Converters(include_unknown=include_unknown, type_settings=type_settings,
                                       unavailable_placeholder=unavailable_placeholder)
         # Debezium describes a column differently after a Relation message than from the JDBC
         # metadata the snapshot uses (`serial` -> `int4`, unconstrained numeric length); only the
         # column mappers see that
-        self.relation_converters = _Converters(include_unknown=include_unknown,
+        # (and a few values: streamed ones come from pgoutput text, see the types module)
+        self.relation_converters = _Converters(include_unknown=include_unknown, type_settings=type_settings,
                                                unavailable_placeholder=unavailable_placeholder, from_relation=True)
         self.column_mappers = column_mappers if column_mappers else None
         self._by_oid: dict[int, CapturedTable | None] = {}
         self._versions: dict[int, int] = {}
 
     def topic_for(self, table_id: TableId) -> str:
-        return self.delimiter.join([self.topic_prefix, table_id.schema or "", table_id.table])
+        return self.topic_naming.data_change_topic(table_id)
 
     def build(self, table: Table, raw_columns: tuple[str, ...] | None = None,
               from_relation: bool | None = None) -> CapturedTable:
@@ -57,12 +71,17 @@ class SchemaRegistry:
         if from_relation is None:
             from_relation = raw_columns is not None
         raw = raw_columns if raw_columns is not None else tuple(c.name for c in table.columns if not c.generated)
-        schema = build_table_schema(
-            table, self.relation_converters if from_relation else self.converters, topic_prefix=self.topic_prefix,
-            source_schema=SOURCE_SCHEMA, key_columns=self.key_columns.get(table.id.identifier()),
-            column_filter=self.column_filter, raw_columns=raw, mappers=self.column_mappers,
-        )
-        return CapturedTable(table, schema, self.topic_for(table.id), table.id.identifier(), raw, from_relation)
+        topic = self.topic_for(table.id)
+        try:
+            schema = build_table_schema(
+                table, self.relation_converters if from_relation else self.converters, topic_prefix=self.topic_prefix,
+                source_schema=SOURCE_SCHEMA, key_columns=self.key_columns.get(table.id.identifier()),
+                column_filter=self.column_filter, raw_columns=raw, mappers=self.column_mappers, topic=topic,
+                schema_names=self.schema_names, field_names=self.field_names,
+            )
+        except NamingError as exc:
+            raise ConnectorError(f"table {table.id.identifier()}: {exc}") from None
+        return CapturedTable(table, schema, topic, table.id.identifier(), raw, from_relation)
 
     def load(self, oids: list[int]) -> dict[int, CapturedTable]:
         out = {}
@@ -72,23 +91,20 @@ class SchemaRegistry:
             out[oid] = captured
         return out
 
-    def for_relation(self, oid: int, namespace: str, name: str, columns: list[Any]) -> CapturedTable | None:
-        """The captured table for a pgoutput Relation message (None when it is not captured),
-        re-reading the catalog when the relation's columns differ from what is known."""
+    def for_relation(self, oid: int, namespace: str, name: str, columns: list[Any],
+                     replica_identity: str | None = None) -> CapturedTable | None:
+        """The captured table for a pgoutput Relation message (None when it is not captured).
+
+        Like Debezium, every Relation message rebuilds the table's schemas: PostgreSQL sends one
+        before a relation's first change of each session and after every change of its definition
+        (columns, types, NOT NULL, defaults, keys, replica identity), and the catalog is read again
+        each time (see CatalogReader.read_relation for what comes from where)."""
         table_id = TableId(None, namespace, name)
         if not self.table_filter(table_id):
             self.define(oid, None)
             return None
-        names = tuple(c.name for c in columns)
-        current = self._by_oid.get(oid)
-        if current is not None and current.raw_columns == names and current.table.id == table_id and \
-                _types_match(current.table, columns) and (current.from_relation or self.column_mappers is None):
-            return current
-        tables = self.catalog.read_tables([oid])
-        if oid not in tables:
-            self.define(oid, None)
-            return None
-        captured = self.build(tables[oid], names)
+        table = self.catalog.read_relation(table_id, columns, replica_identity)
+        captured = self.build(table, tuple(c.name for c in columns))
         self.define(oid, captured)
         return captured
 
@@ -107,17 +123,6 @@ class SchemaRegistry:
         if captured is None:
             return version, None, ()
         return version, captured.table, captured.raw_columns
-
-
-def _types_match(table: Table, columns: list[Any]) -> bool:
-    by_name = {c.name: c for c in table.columns}
-    for rc in columns:
-        col = by_name.get(rc.name)
-        if col is None or col.type_oid != rc.type_oid or (rc.type_modifier != col.type_modifier and
-                                                           col.native is not None and
-                                                           col.native.kind != "d"):
-            return False
-    return True
 
 
 # -------------------------------------------------------------------------------------------
@@ -190,7 +195,9 @@ def pg_source_column(column: Column, *, from_relation: bool) -> SourceColumn:
     pg = column.native
     if not isinstance(pg, PgType):
         return SourceColumn(column.name, column.type_name)
-    base = pg.element if pg.element is not None else pg   # arrays: pgjdbc looks at the element type
+    # arrays: pgjdbc looks at the element type, unless that is a domain (or the array is int2vector)
+    base = pg.element if pg.element is not None and not pg.element.is_domain and pg.name != "int2vector" \
+        else pg
     name, typmod = base.name, pg.modifier
     if pg.element is not None:
         jdbc = 2003  # ARRAY
@@ -214,7 +221,7 @@ def pg_source_column(column: Column, *, from_relation: bool) -> SourceColumn:
 
 class _Converters(PostgresValueConverters):
     def __init__(self, *, from_relation: bool = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(streaming=from_relation, **kwargs)
         self.from_relation = from_relation
 
     def source_column(self, table: Table, column: Column) -> SourceColumn:

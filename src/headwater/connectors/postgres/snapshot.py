@@ -17,11 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg2
+import psycopg2.errors
 from psycopg2 import sql
 
-from headwater.connectors.postgres.connection import first_line
+from headwater.connectors.postgres.connection import connection_error
 from headwater.connectors.postgres.schemas import CapturedTable
 from headwater.engine.connector import ConnectorError
+from headwater.relational.table import TableId
 
 _COPY_ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{1,2})|(.))", re.DOTALL)
 _SIMPLE_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
@@ -82,12 +84,24 @@ def select_statement(captured: CapturedTable, overrides: dict[str, str]) -> sql.
     return sql.SQL("SELECT {} FROM {}").format(columns, sql.Identifier(table.id.schema or "public", table.id.table))
 
 
-def begin_snapshot_transaction(conn: Any, snapshot_name: str | None) -> tuple[int, int | None]:
+# `snapshot.isolation.mode` -> the transaction Debezium opens when there is no exported snapshot
+ISOLATION_STATEMENTS = {
+    "serializable": "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE",
+    "repeatable_read": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    "read_committed": "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY",
+    "read_uncommitted": "BEGIN ISOLATION LEVEL READ UNCOMMITTED READ ONLY",
+}
+
+
+def begin_snapshot_transaction(conn: Any, snapshot_name: str | None,
+                               isolation: str = "serializable") -> tuple[int, int | None]:
     """Open the snapshot transaction; returns (txid for source.txId, WAL insert LSN or None).
 
     With an exported snapshot: REPEATABLE READ + SET TRANSACTION SNAPSHOT (the LSN is the slot's
-    consistent point, known to the caller). Without one (the slot existed already): Debezium's
-    SERIALIZABLE READ ONLY DEFERRABLE, positioned at the current WAL insert LSN."""
+    consistent point, known to the caller); `snapshot.isolation.mode` does not apply, as in
+    Debezium. Without one (the slot existed already): the isolation level of
+    `snapshot.isolation.mode` (Debezium's default SERIALIZABLE READ ONLY DEFERRABLE), positioned
+    at the current WAL insert LSN."""
     from headwater.connectors.postgres.pgoutput import parse_lsn
 
     conn.autocommit = False
@@ -97,31 +111,67 @@ def begin_snapshot_transaction(conn: Any, snapshot_name: str | None) -> tuple[in
             cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot_name,))
             cur.execute("SELECT txid_snapshot_xmax(txid_current_snapshot())")
             return cur.fetchone()[0], None
-        cur.execute("BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE")
+        cur.execute(ISOLATION_STATEMENTS[isolation])
         cur.execute("SELECT txid_snapshot_xmax(txid_current_snapshot()), pg_current_wal_insert_lsn()::text")
         txid, lsn = cur.fetchone()
         return txid, parse_lsn(lsn)
 
 
-def lock_tables(conn: Any, tables: list[CapturedTable], timeout_ms: int) -> None:
-    """`snapshot.locking.mode=shared`: ACCESS SHARE locks while the schema is read."""
+def lock_tables(conn: Any, tables: list[TableId], timeout_ms: int) -> None:
+    """`snapshot.locking.mode=shared`: ACCESS SHARE locks, taken before the schemas are read (as
+    Debezium does) and held until the snapshot transaction ends."""
     with conn.cursor() as cur:
         cur.execute("SET LOCAL lock_timeout = %s", (f"{timeout_ms}ms",))
         for t in tables:
-            cur.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(
-                sql.Identifier(t.table.id.schema or "public", t.table.id.table)))
+            try:
+                cur.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(
+                    sql.Identifier(t.schema or "public", t.table)))
+            except psycopg2.errors.LockNotAvailable:
+                raise ConnectorError(
+                    f"snapshot: could not lock table {t.identifier()} within snapshot.lock.timeout.ms={timeout_ms} "
+                    "(snapshot.locking.mode=shared); another transaction holds an exclusive lock on it") from None
 
 
 def read_rows(conn: Any, captured: CapturedTable, overrides: dict[str, str], stop: threading.Event,
-              on_row: Callable[[list[str | None]], None]) -> None:
-    """Stream the table's rows to `on_row` (text tuples in `captured.raw_columns` order)."""
+              on_row: Callable[[list[str | None]], None], first_rows_timeout_ms: int = 0) -> None:
+    """Stream the table's rows to `on_row` (text tuples in `captured.raw_columns` order).
+
+    `database.query.timeout.ms` limits the wait for the first rows, not the whole read: Debezium's
+    JDBC query timeout covers executing the SELECT, which returns after the first fetch, so a
+    large table is read however long it takes. The session's statement_timeout is lifted for the
+    COPY and a timer cancels it instead if no data has arrived in time."""
     statement = sql.SQL("COPY ({}) TO STDOUT").format(select_statement(captured, overrides))
-    sink = _LineSink(lambda line: on_row(parse_copy_line(line)), stop)
+    timer: threading.Timer | None = None
+    timed_out = threading.Event()
+
+    def cancel() -> None:
+        timed_out.set()
+        conn.cancel()
+
+    def on_line(line: str) -> None:
+        if timer is not None:
+            timer.cancel()
+        on_row(parse_copy_line(line))
+
+    sink = _LineSink(on_line, stop)
     with conn.cursor() as cur:
         try:
+            cur.execute("SET LOCAL statement_timeout = 0")
+            if first_rows_timeout_ms > 0:
+                timer = threading.Timer(first_rows_timeout_ms / 1000, cancel)
+                timer.daemon = True
+                timer.start()
             cur.copy_expert(statement, sink, size=1 << 16)
         except psycopg2.Error as exc:
-            raise ConnectorError(f"snapshot of table {captured.collection} failed: {first_line(exc)}") from None
+            if timed_out.is_set() and isinstance(exc, psycopg2.errors.QueryCanceled):
+                raise ConnectorError(
+                    f"snapshot of table {captured.collection}: no rows within database.query.timeout.ms="
+                    f"{first_rows_timeout_ms} (the query was cancelled); raise the timeout or check "
+                    "for locks on the table") from None
+            raise connection_error(f"snapshot of table {captured.collection} failed", exc) from None
+        finally:
+            if timer is not None:
+                timer.cancel()
 
 
 def snapshot_marker(first_in_table: bool, last_in_table: bool, first_table: bool, last_table: bool) -> str:

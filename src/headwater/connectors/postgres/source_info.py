@@ -56,7 +56,8 @@ def sequence(last_commit_lsn: int | None, lsn: int | None) -> str:
 
 
 def source_block(server: str, db: str, *, ts_us: int, snapshot: str, schema: str, table: str,
-                 tx_id: int | None, lsn: int | None, last_commit_lsn: int | None) -> dict[str, Any]:
+                 tx_id: int | None, lsn: int | None, last_commit_lsn: int | None,
+                 xmin: int | None = None) -> dict[str, Any]:
     return {
         "version": VERSION,
         "connector": CONNECTOR_NAME,
@@ -71,7 +72,7 @@ def source_block(server: str, db: str, *, ts_us: int, snapshot: str, schema: str
         "table": table,
         "txId": tx_id,
         "lsn": lsn,
-        "xmin": None,
+        "xmin": xmin,
         "origin": None,
         "origin_lsn": None,
     }

@@ -15,6 +15,16 @@ position known from keepalives (`cursor.wal_end`): every transaction committing 
 been received, so once the engine stores and acknowledges that offset the slot's
 confirmed_flush_lsn advances even when only tables outside the publication change. In parallel
 mode the heartbeat rides at the end of a chunk, so workers write it in stream order.
+
+Large transactions (`streaming.in.progress.transactions`): with protocol 2 and `streaming 'on'`
+(PostgreSQL 14+) the server sends a transaction that outgrows its logical_decoding_work_mem while
+it runs, in Stream Start … Stream Stop segments, instead of spilling it on the server. The
+segments go to a local spool (headwater.connectors.postgres.spool), bounded in memory; at Stream
+Commit the transaction is replayed through the normal path as BEGIN, its messages, COMMIT — the
+messages the protocol-1 path receives for it, at the same LSNs — so its events, offsets and
+resume-inside-a-transaction logic are the protocol-1 ones. Stream Abort drops the transaction or
+one subtransaction. The position only moves at commits, so nothing past the last committed
+transaction is acknowledged while streamed transactions are open.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from __future__ import annotations
 import copy
 import logging
 import select
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +41,7 @@ from typing import Any
 import psycopg2
 
 from headwater.connectors.postgres import pgoutput as pg
-from headwater.connectors.postgres.connection import first_line
+from headwater.connectors.postgres.connection import connection_error, first_line
 from headwater.connectors.postgres.events import (
     BEGIN,
     COMMIT,
@@ -45,6 +56,7 @@ from headwater.connectors.postgres.events import (
     relation_oid,
 )
 from headwater.connectors.postgres.schemas import SchemaRegistry
+from headwater.connectors.postgres.spool import SpoolError, StreamSpools
 from headwater.engine.connector import ConnectorError, Emit
 from headwater.engine.records import PendingBatch
 
@@ -53,12 +65,19 @@ log = logging.getLogger(__name__)
 _EMIT_CHUNK = 512          # records per hand-over to the engine queue (sequential mode)
 _WORKER_CHUNK = 2048       # messages per chunk for a worker process
 
+# protocol 2 stream messages: Stream Start, Stream Stop, Stream Commit, Stream Abort
+STREAM_START, STREAM_STOP, STREAM_COMMIT, STREAM_ABORT = (ord(c) for c in "SEcA")
+_STREAM_DATA = frozenset(b"IUDTM")   # messages that open a replayed transaction (see _stream_commit)
+_BEGIN_MSG = struct.Struct("!cQqI")     # 'B', final lsn, commit ts (PostgreSQL epoch), xid
+_COMMIT_MSG = struct.Struct("!cbQQq")   # 'C', flags, commit lsn, end lsn, commit ts
+
 
 class StreamingReader:
     def __init__(self, *, repl_conn: Any, registry: SchemaRegistry, settings: BuilderSettings, slot_name: str,
                  publication: str, status_interval_s: float, flush_lsn_to_server: bool, emit: Emit,
                  position: StreamPosition, pool: Any = None, heartbeat_interval_s: float = 0.0,
-                 heartbeat_action: Callable[[], None] | None = None) -> None:
+                 heartbeat_action: Callable[[], None] | None = None, spools: StreamSpools | None = None,
+                 server_version: int = 0) -> None:
         self.repl_conn = repl_conn
         self.registry = registry
         self.settings = settings
@@ -74,6 +93,12 @@ class StreamingReader:
         self._next_heartbeat = 0.0
         self._buffer: list[Any] = []
         self.builder = ChangeEventBuilder(settings, registry, position, self._buffer.append)
+        self.stream_params: dict[str, str] = {}  # `slot.stream.params`, set by the connector
+        # `xmin.fetch.interval.ms` (set by the connector): reads the slot's catalog_xmin into
+        # source.xmin, as Debezium does before handling a message once the interval has passed
+        self.xmin_fetch: Callable[[], int | None] | None = None
+        self.xmin_interval_s = 0.0
+        self._next_xmin = 0.0
         self._ack_lsn: int | None = None       # set by the consumer thread
         self._sent_ack: int | None = None
         self._cursor: Any = None
@@ -81,6 +106,13 @@ class StreamingReader:
         self._chunk: list[tuple[bytes, int]] = []
         self._chunk_oids: set[int] = set()
         self._chunk_start: StreamPosition | None = None
+        # protocol 2 streaming of in-progress transactions (None: protocol 1)
+        self.spools = spools
+        self.server_version = server_version
+        self._stream_spool: Any = None        # the transaction whose segment is being received
+        self._handle_tx: Callable[[bytes, int], None] = self._build  # ordinary messages (set by run)
+        self._stop: threading.Event | None = None
+        self._last_keepalive = 0.0
 
     def acknowledge(self, lsn: int) -> None:
         self._ack_lsn = lsn
@@ -89,18 +121,37 @@ class StreamingReader:
 
     def start(self) -> None:
         cur = self.repl_conn.cursor()
-        options = {"proto_version": "1", "publication_names": self.publication, "messages": "true"}
+        # `slot.stream.params` first, the connector's own options over them (as Debezium does); an
+        # option pgoutput does not know is refused by the server, and that error is surfaced below
+        options = {**self.stream_params,
+                   "proto_version": "1", "publication_names": self.publication, "messages": "true"}
+        if self.spools is not None:
+            # protocol 2 adds only the stream messages; every other message keeps its layout
+            options.update(proto_version="2", streaming="on")
         try:
             cur.start_replication(slot_name=self.slot_name, decode=False, start_lsn=self.position.restart_lsn,
                                   options=options, status_interval=self.status_interval_s)
         except psycopg2.Error as exc:
-            raise ConnectorError(f"cannot start streaming from slot {self.slot_name!r}: {first_line(exc)}") from None
+            raise connection_error(f"cannot start streaming from slot {self.slot_name!r}", exc) from None
         self._cursor = cur
+        if self.spools is not None:
+            self.spools.prepare()  # the slot is ours now: what an earlier run spooled is sent again
 
     def run(self, stop: threading.Event) -> None:
+        try:
+            self._run(stop)
+        finally:
+            if self.spools is not None:
+                self.spools.close()
+
+    def _run(self, stop: threading.Event) -> None:
         cur = self._cursor
         read = cur.read_message
         handle = self._route if self.pool is not None else self._build
+        if self.spools is not None:
+            self._handle_tx = handle
+            handle = self._receive_streaming
+        self._stop = stop
         interval = self.heartbeat_interval_s
         beats = interval > 0
         last_feedback = time.monotonic()
@@ -119,16 +170,29 @@ class StreamingReader:
                     select.select([cur], [], [], wait)
                     continue
                 payload = msg.payload
+                if self.xmin_fetch is not None:
+                    self._refresh_xmin()
                 handle(payload, msg.data_start)
-                if beats and payload[0] == COMMIT and time.monotonic() >= self._next_heartbeat:
+                if beats and payload[0] in (COMMIT, STREAM_COMMIT) and time.monotonic() >= self._next_heartbeat:
                     self._heartbeat(idle=False)
                 if self._ack_lsn != self._sent_ack and time.monotonic() - last_feedback > 1.0:
                     self._send_feedback(force=False)
                     last_feedback = time.monotonic()
         except psycopg2.Error as exc:
-            raise ConnectorError(
-                f"replication stream from slot {self.slot_name!r} failed: {first_line(exc)}") from None
+            raise connection_error(f"replication stream from slot {self.slot_name!r} failed", exc) from None
+        except SpoolError as exc:
+            raise ConnectorError(str(exc)) from None
         self._flush()
+
+    def _refresh_xmin(self) -> None:
+        """Debezium (PostgresStreamingChangeEventSource.getSlotXmin) reads the slot's catalog_xmin
+        when none is known yet or the interval has passed; events carry the last value read."""
+        now = time.monotonic()
+        if self.position.xmin is not None and now < self._next_xmin:
+            return
+        assert self.xmin_fetch is not None
+        self.position.xmin = self.xmin_fetch()
+        self._next_xmin = now + self.xmin_interval_s
 
     def _send_feedback(self, force: bool) -> None:
         ack = self._ack_lsn
@@ -154,7 +218,8 @@ class StreamingReader:
         self._next_heartbeat = time.monotonic() + self.heartbeat_interval_s
         if self._heartbeat_action is not None:
             self._heartbeat_action()
-        if idle and pos.skip_final_lsn is None:
+        if idle and pos.skip_final_lsn is None and not (self.spools is not None and self.spools.open):
+            # (not while streamed transactions are open: the position stays at the last commit)
             wal_end = self._cursor.wal_end if self._cursor is not None else 0
             if wal_end and wal_end > pos.restart_lsn:
                 pos.restart_lsn = wal_end
@@ -181,6 +246,78 @@ class StreamingReader:
         self.builder.handle(payload, lsn)
         if len(self._buffer) >= _EMIT_CHUNK:
             self._flush()
+
+    # -- streamed in-progress transactions (protocol 2) ----------------------------------
+
+    def _receive_streaming(self, payload: bytes, lsn: int) -> None:
+        """Protocol 2: spool stream segments, replay a transaction at its Stream Commit; every
+        other message (ordinary transactions, non-transactional messages) goes on as in protocol 1."""
+        kind = payload[0]
+        spool = self._stream_spool
+        if spool is not None:
+            if kind == STREAM_STOP:
+                self._stream_spool = None
+            else:
+                self.spools.append(spool, payload, lsn)  # type: ignore[union-attr]
+        elif kind == STREAM_START:
+            self._stream_spool = self.spools.get(pg.decode(payload).xid)  # type: ignore[union-attr]
+        elif kind == STREAM_COMMIT:
+            self._stream_commit(pg.decode(payload), lsn)
+        elif kind == STREAM_ABORT:
+            msg = pg.decode(payload)
+            self.spools.abort(msg.xid, msg.subxid)  # type: ignore[union-attr]
+        else:
+            self._handle_tx(payload, lsn)
+
+    def _stream_commit(self, msg: pg.StreamCommit, lsn: int) -> None:
+        """Replay a committed streamed transaction as the protocol-1 path receives it: BEGIN
+        (final LSN = commit LSN, commit time, xid), its messages at their LSNs, COMMIT at the
+        Stream Commit's LSN. Like pgoutput (PostgreSQL 15+) for an ordinary transaction, BEGIN is
+        sent just before the first change that is kept, and a transaction left without changes
+        (all in aborted subtransactions) is not replayed at all."""
+        spools = self.spools
+        assert spools is not None
+        spool = spools.take(msg.xid)
+        ts = msg.commit_ts_us - pg.PG_EPOCH_OFFSET_US
+        begin = _BEGIN_MSG.pack(b"B", msg.commit_lsn, ts, msg.xid)
+        handle = self._handle_tx
+        stop = self._stop
+        begun = False
+        if spool is not None and spool.spilled:
+            log.info("streamed transaction %s committed at %s: replaying %d messages (%.1f MiB spooled on disk)",
+                     msg.xid, pg.format_lsn(msg.commit_lsn), spool.messages, spool.spilled / 2**20)
+        try:
+            if spool is not None:
+                for n, (payload, at) in enumerate(spool.replay()):
+                    if not begun and payload[0] in _STREAM_DATA:
+                        handle(begin, at)
+                        begun = True
+                    handle(payload, at)
+                    if not n & 1023:
+                        if stop is not None and stop.is_set():
+                            return  # the server sends the transaction again after a restart
+                        self._keepalive()
+        finally:
+            if spool is not None:
+                spool.discard()
+        if not begun:
+            if self.server_version >= 150000:
+                return  # an empty transaction: pgoutput 15+ sends nothing for it in protocol 1
+            handle(begin, lsn)
+        handle(_COMMIT_MSG.pack(b"C", msg.flags, msg.commit_lsn, msg.end_lsn, ts), lsn)
+
+    def _keepalive(self) -> None:
+        """While a long replay keeps the reader from the connection, send the acknowledgement
+        the engine posted (or a bare status update) every second, so that neither the engine's
+        progress waits for the replay nor the server's wal_sender_timeout ends the connection."""
+        now = time.monotonic()
+        if now - self._last_keepalive < 1.0:
+            return
+        self._last_keepalive = now
+        if self.flush_lsn_to_server and self._ack_lsn is not None and self._ack_lsn != self._sent_ack:
+            self._send_feedback(force=False)
+        else:
+            self._cursor.send_feedback(force=True)
 
     # -- parallel mode --------------------------------------------------------------------
 

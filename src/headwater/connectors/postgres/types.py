@@ -1,19 +1,30 @@
-"""PostgreSQL column types -> Connect schemas and value converters (Debezium's default modes).
+"""PostgreSQL column types -> Connect schemas and value converters, under every Debezium mode.
 
 Both capture paths read values in PostgreSQL's text form: pgoutput sends text, and the snapshot
-reads `COPY … TO STDOUT` text. So one converter per column serves both, which keeps snapshot
-and streaming events identical by construction. Converters take the text (never None) and
-return the Connect value (int, str, bytes, Decimal, float, bool, dict, list).
+reads `COPY … TO STDOUT` text. Converters take that text (never None) and return the Connect
+value (int, str, bytes, Decimal, float, bool, dict, list), or None where Debezium emits null.
+
+Debezium itself reads snapshot rows through JDBC objects and streamed rows from pgoutput text, and
+a few values come out differently on the two paths (dates that are infinite or BC, `name`
+columns). Arrays are parsed by pgJDBC on both paths, so their elements behave like the snapshot's
+JDBC values (java.sql.Date/Time/Timestamp). `schema_and_converter(streaming=…)` reproduces both;
+the recorded evidence is tests/conformance/extra (types_*), the list in docs/compat.md ("Types").
+
+Every mode (`TypeSettings`) is resolved when the converters are built, never per value.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import base64
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from datetime import date as _date
+from datetime import datetime as _datetime
+from datetime import timedelta as _timedelta
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from struct import pack as struct_pack
+from struct import unpack_from
 from typing import Any
 
 from headwater.connectors.postgres.pgoutput import UNCHANGED_TOAST
@@ -22,8 +33,9 @@ from headwater.relational.table import Column, Table
 
 Converter = Callable[[str], Any]
 
-_EPOCH_DATE_ORDINAL = dt.date(1970, 1, 1).toordinal()
-_DAYS_PER_MONTH_AVG = 365.25 / 12
+_DAYS_PER_MONTH_AVG = 365.25 / 12  # Debezium's MicroDuration.DAYS_PER_MONTH_AVG (30.4375, exact)
+# wide enough for any PostgreSQL numeric (Decimal.normalize must not round)
+_EXACT_CONTEXT = Context(prec=150_000, Emax=999_999, Emin=-999_999)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +51,51 @@ class PgType:
     enum_labels: tuple[str, ...] = ()
     declared_name: str | None = None   # the name the column was declared with (domain/enum name)
 
+    @property
+    def is_domain(self) -> bool:
+        return self.declared_name is not None and self.declared_name != self.name
+
+
+@dataclass(frozen=True, slots=True)
+class TypeSettings:
+    """The connector options that shape values (Debezium's PostgresValueConverter arguments)."""
+
+    decimal_mode: str = "precise"            # decimal.handling.mode: precise | double | string
+    time_precision_mode: str = "adaptive"    # time.precision.mode: adaptive | adaptive_time_microseconds | connect
+    binary_mode: str = "bytes"               # binary.handling.mode: bytes | base64 | base64-url-safe | hex
+    hstore_mode: str = "json"                # hstore.handling.mode: json | map
+    interval_mode: str = "numeric"           # interval.handling.mode: numeric | string
+    money_fraction_digits: int = 2           # money.fraction.digits (scale of MONEY in precise mode)
+
+    @classmethod
+    def from_config(cls, config: Any) -> TypeSettings:
+        return cls(decimal_mode=config.get("decimal.handling.mode"),
+                   time_precision_mode=config.get("time.precision.mode"),
+                   binary_mode=config.get("binary.handling.mode"),
+                   hstore_mode=config.get("hstore.handling.mode"),
+                   interval_mode=config.get("interval.handling.mode"),
+                   money_fraction_digits=config.get("money.fraction.digits"))
+
+
+DEFAULT_TYPE_SETTINGS = TypeSettings()
+
 
 class UnsupportedType(Exception):
     pass
 
 
-# -- text parsers -----------------------------------------------------------------------------
+class _NullArray(Exception):
+    """An array element Debezium cannot convert: the whole array value becomes null."""
+
+
+def _may_be_null(converter: Converter) -> Converter:
+    """Mark a converter that returns None for some non-null text (Debezium emits null there;
+    for a NOT NULL column the event then fails, see PostgresValueConverters.converter_for)."""
+    converter.may_be_null = True  # type: ignore[attr-defined]
+    return converter
+
+
+# -- text parsers: scalars ----------------------------------------------------------------------
 
 def _bool(text: str) -> bool:
     return text == "t"
@@ -71,8 +122,119 @@ def _bytea(text: str) -> bytes:
     return bytes(out)
 
 
+def _binary_encoder(mode: str) -> Callable[[bytes], Any] | None:
+    """binary.handling.mode: how raw bytes are emitted (None: as bytes)."""
+    if mode == "base64":
+        return lambda b: base64.b64encode(b).decode("ascii")
+    if mode == "base64-url-safe":
+        return lambda b: base64.urlsafe_b64encode(b).decode("ascii")  # Java's URL encoder keeps '='
+    if mode == "hex":
+        return bytes.hex
+    return None
+
+
+def _binary_schema(mode: str) -> Schema:
+    return Schema("bytes") if mode == "bytes" else Schema("string")
+
+
+def encode_binary(value: bytes, mode: str) -> Any:
+    """Raw bytes (a bytea value, a logical message's content) as binary.handling.mode emits them."""
+    encoder = _binary_encoder(mode)
+    return value if encoder is None else encoder(value)
+
+
+# --- calendar arithmetic (Python's datetime stops at year 1; PostgreSQL goes to 4713 BC)
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (astronomical year: 1 BC = 0)."""
+    year -= month <= 2
+    era = year // 400 if year >= 0 else -((399 - year) // 400)  # truncating division, as in C
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def _civil_from_days(days: int) -> tuple[int, int, int]:
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (month <= 2), month, day
+
+
+def _days_from_julian(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a Julian-calendar date (astronomical year)."""
+    a = (14 - month) // 12
+    y = year + 4800 - a
+    m = month + 12 * a - 3
+    return day + (153 * m + 2) // 5 + 365 * y + y // 4 - 32083 - 2440588
+
+
+def _days_java_hybrid(year: int, month: int, day: int) -> int:
+    """java.util.GregorianCalendar (what pgJDBC's java.sql.Date/Timestamp use): Julian before
+    1582-10-15."""
+    if (year, month, day) < (1582, 10, 15):
+        return _days_from_julian(year, month, day)
+    return _days_from_civil(year, month, day)
+
+
+def _java_year(year: int) -> str:
+    """A year as java.time's ISO formatters print it."""
+    if year > 9999:
+        return f"+{year}"
+    if year < 0:
+        return f"-{-year:04d}"
+    return f"{year:04d}"
+
+
+_EPOCH_ORDINAL = _date(1970, 1, 1).toordinal()
+_EPOCH_DATETIME = _datetime(1970, 1, 1)
+_MICROSECOND = _timedelta(microseconds=1)
+_MILLISECOND = _timedelta(milliseconds=1)
+_DATE_RE = re.compile(r"(\d{4,})-(\d\d)-(\d\d)( BC)?$")
+
+# pgJDBC's infinity sentinels as Debezium ends up emitting them (recorded, types_time_*):
+# JDBC (snapshot, and arrays on both paths) turns ±infinity into java.sql.Date(±292 million years),
+# whose epoch day Debezium truncates to an int; the streaming text parser maps them to
+# LocalDate -5877611-06-21/22 (so +infinity is a negative day number too).
+_DATE_INFINITY_JDBC = {"infinity": -622191234, "-infinity": -625821272}
+_DATE_INFINITY_TEXT = {"infinity": -2147472692, "-infinity": -2147472691}
+# PGStatement.DATE_POSITIVE/NEGATIVE_INFINITY (milliseconds), used as-is for µs columns too
+_TS_INFINITY_MICROS = {"infinity": 9223372036825200000, "-infinity": -9223372036832400000}
+_TS_INFINITY_MILLIS = {"infinity": 9223372036825200, "-infinity": -9223372036832400}
+
+
 def _date_days(text: str) -> int:
-    return dt.date.fromisoformat(text).toordinal() - _EPOCH_DATE_ORDINAL
+    """date text -> epoch days, as Debezium's streaming path (pgoutput text) gives them."""
+    if len(text) == 10:  # YYYY-MM-DD (AD, 4-digit year): the C parser is several times faster
+        return _date.fromisoformat(text).toordinal() - _EPOCH_ORDINAL
+    special = _DATE_INFINITY_TEXT.get(text)
+    if special is not None:
+        return special
+    m = _DATE_RE.match(text)
+    if m is None:
+        raise ValueError(f"unrecognised date {text!r}")
+    year = int(m.group(1))
+    return _days_from_civil(1 - year if m.group(4) else year, int(m.group(2)), int(m.group(3)))
+
+
+def _date_days_jdbc(text: str) -> int:
+    """date text -> epoch days as a JDBC java.sql.Date gives them to Debezium (snapshot rows and
+    array elements): `toLocalDate()` keeps the calendar fields and drops the era, so 44 BC
+    becomes 44 AD."""
+    if len(text) == 10:
+        return _date.fromisoformat(text).toordinal() - _EPOCH_ORDINAL
+    special = _DATE_INFINITY_JDBC.get(text)
+    if special is not None:
+        return special
+    m = _DATE_RE.match(text)
+    if m is None:
+        raise ValueError(f"unrecognised date {text!r}")
+    return _days_from_civil(int(m.group(1)), int(m.group(2)), int(m.group(3)))
 
 
 def _time_micros(text: str) -> int:
@@ -87,34 +249,71 @@ def _time_micros(text: str) -> int:
     return ((int(hh) * 60 + int(mm)) * 60 + int(ss)) * 1_000_000 + micros
 
 
+def _time_millis(text: str) -> int:
+    return _time_micros(text) // 1000
+
+
+def _time_millis_jdbc(text: str) -> int:
+    """java.sql.Time (array elements): millisecond precision, 24:00:00 wraps to midnight."""
+    return _time_micros(text) // 1000 % 86_400_000
+
+
+def _time_micros_jdbc(text: str) -> int:
+    return _time_millis_jdbc(text) * 1000
+
+
 _TS_RE = re.compile(
     r"(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-]\d\d(?::?\d\d)?(?::?\d\d)?)?( BC)?$")
 
 
-def _split_timestamp(text: str) -> tuple[dt.datetime, int, int]:
-    """(naive datetime without micros, micros, utc offset seconds)."""
+def _offset_seconds(tz: str) -> int:
+    sign = -1 if tz[0] == "-" else 1
+    parts = tz[1:].replace(":", "")
+    return sign * (int(parts[0:2]) * 3600 + int(parts[2:4] or 0) * 60 + int(parts[4:6] or 0))
+
+
+def _split_timestamp(text: str) -> tuple[int, int, int, int, int, int, int, int, bool]:
+    """(year as printed, month, day, hour, minute, second, micros, utc offset seconds, BC)."""
     m = _TS_RE.match(text)
     if m is None:
         raise ValueError(f"unrecognised timestamp {text!r}")
     year, month, day, hh, mi, ss, frac, tz, bc = m.groups()
-    if bc:
-        raise ValueError("BC timestamps are not supported yet")
-    micros = int((frac or "").ljust(6, "0")) if frac else 0
-    offset = 0
-    if tz:
-        sign = -1 if tz[0] == "-" else 1
-        parts = tz[1:].replace(":", "")
-        offset = sign * (int(parts[0:2]) * 3600 + int(parts[2:4] or 0) * 60 + int(parts[4:6] or 0))
-    return dt.datetime(int(year), int(month), int(day), int(hh), int(mi), int(ss)), micros, offset
+    micros = int(frac.ljust(6, "0")) if frac else 0
+    return (int(year), int(month), int(day), int(hh), int(mi), int(ss), micros,
+            _offset_seconds(tz) if tz else 0, bc is not None)
 
 
-_EPOCH = dt.datetime(1970, 1, 1)
+def _epoch_micros(text: str, days: Callable[[int, int, int], int] = _days_from_civil) -> int:
+    year, month, day, hh, mi, ss, micros, offset, bc = _split_timestamp(text)
+    seconds = days(1 - year if bc else year, month, day) * 86_400 + hh * 3600 + mi * 60 + ss - offset
+    return seconds * 1_000_000 + micros
 
 
 def _timestamp_micros(text: str) -> int:
-    base, micros, _ = _split_timestamp(text)
-    delta = base - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + micros
+    """timestamp text -> µs since the epoch, as if UTC (proleptic Gregorian, BC included)."""
+    if len(text) <= 26 and text[-1] != "C" and text[4:5] == "-":
+        # the common case (a 4-digit AD year): datetime's C parser, several times faster
+        return (_datetime.fromisoformat(text) - _EPOCH_DATETIME) // _MICROSECOND
+    special = _TS_INFINITY_MICROS.get(text)
+    return special if special is not None else _epoch_micros(text)
+
+
+def _timestamp_millis(text: str) -> int:
+    if len(text) <= 26 and text[-1] != "C" and text[4:5] == "-":
+        return (_datetime.fromisoformat(text) - _EPOCH_DATETIME) // _MILLISECOND
+    special = _TS_INFINITY_MILLIS.get(text)
+    return special if special is not None else _epoch_micros(text) // 1000
+
+
+def _timestamp_micros_jdbc(text: str) -> int:
+    """java.sql.Timestamp (array elements): the Julian calendar before 1582-10-15."""
+    special = _TS_INFINITY_MICROS.get(text)
+    return special if special is not None else _epoch_micros(text, _days_java_hybrid)
+
+
+def _timestamp_millis_jdbc(text: str) -> int:
+    special = _TS_INFINITY_MILLIS.get(text)
+    return special if special is not None else _epoch_micros(text, _days_java_hybrid) // 1000
 
 
 def _fraction(micros: int) -> str:
@@ -136,43 +335,84 @@ def _timestamptz_iso(text: str) -> str:
     return _timestamptz_general(text, 6)
 
 
-def _timestamptz_general(text: str, width: int) -> str:
-    base, micros, offset = _split_timestamp(text)
-    utc = base - dt.timedelta(seconds=offset)
+def _zoned_iso(year: int, month: int, day: int, seconds: int, micros: int, width: int) -> str:
     if width <= 0:  # Debezium falls back to ISO_OFFSET_DATE_TIME: only the digits needed
         fraction = _fraction(micros)
     else:
         fraction = "." + f"{micros:06d}".ljust(9, "0")[:width]
-    return f"{utc.strftime('%Y-%m-%dT%H:%M:%S')}{fraction}Z"
+    return (f"{_java_year(year)}-{month:02d}-{day:02d}T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:"
+            f"{seconds % 60:02d}{fraction}Z")
 
 
-def _timestamptz_converter(pg: PgType) -> Converter:
+def _timestamptz_general(text: str, width: int) -> str:
+    if text == "infinity" or text == "-infinity":
+        return text
+    total = _epoch_micros(text)
+    days, rest = divmod(total, 86_400_000_000)
+    year, month, day = _civil_from_days(days)
+    return _zoned_iso(year, month, day, rest // 1_000_000, rest % 1_000_000, width)
+
+
+# Debezium's array path: java.sql.Timestamp.toLocalDateTime() (fields without the era) and
+# -infinity's far-future sentinel formatted as such (recorded, types_time_*, types_arrays)
+_TSTZ_ARRAY_NEGATIVE_INFINITY = "+292269055-12-02T23:00:00.000000Z"
+
+
+def _timestamptz_jdbc(text: str, width: int) -> str:
+    if text == "infinity":
+        return text
+    if text == "-infinity":
+        return _TSTZ_ARRAY_NEGATIVE_INFINITY
+    year, month, day, hh, mi, ss, micros, offset, _bc = _split_timestamp(text)
+    total = (_days_from_civil(year, month, day) * 86_400 + hh * 3600 + mi * 60 + ss - offset) * 1_000_000 + micros
+    days, rest = divmod(total, 86_400_000_000)
+    y, mo, d = _civil_from_days(days)
+    return _zoned_iso(y, mo, d, rest // 1_000_000, rest % 1_000_000, width)
+
+
+def _timestamptz_converter(pg: PgType, jdbc: bool = False) -> Converter:
     """timestamptz(p): the fraction has exactly p digits (p = 6 without a modifier)."""
     width = pg.modifier if pg.modifier >= 0 else 6
+    if jdbc:
+        return lambda text: _timestamptz_jdbc(text, width)
     if width == 6:
-        return _timestamptz_iso
+        return _timestamptz_iso  # ±infinity take its general path
     return lambda text: _timestamptz_general(text, width)
 
 
-def _timetz_iso(text: str) -> str:
-    m = re.match(r"(\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-]\d\d(?::?\d\d)?(?::?\d\d)?)$", text)
+_TIMETZ_RE = re.compile(r"(\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-]\d\d(?::?\d\d)?(?::?\d\d)?)$")
+
+
+def _timetz_parts(text: str) -> tuple[int, int]:
+    m = _TIMETZ_RE.match(text)
     if m is None:
         raise ValueError(f"unrecognised time with time zone {text!r}")
     hh, mi, ss, frac, tz = m.groups()
-    sign = -1 if tz[0] == "-" else 1
-    parts = tz[1:].replace(":", "")
-    offset = sign * (int(parts[0:2]) * 3600 + int(parts[2:4] or 0) * 60 + int(parts[4:6] or 0))
-    secs = (int(hh) * 3600 + int(mi) * 60 + int(ss) - offset) % 86_400
-    micros = int(frac.ljust(6, "0")) if frac else 0
+    secs = (int(hh) * 3600 + int(mi) * 60 + int(ss) - _offset_seconds(tz)) % 86_400
+    return secs, int(frac.ljust(6, "0")) if frac else 0
+
+
+def _timetz_iso(text: str) -> str:
+    secs, micros = _timetz_parts(text)
     return f"{secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}{_fraction(micros)}Z"
 
 
+def _timetz_iso_jdbc(text: str) -> str:
+    """Array elements (java.sql.Time): whole seconds only."""
+    secs, _ = _timetz_parts(text)
+    return f"{secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}Z"
+
+
+# --- intervals, as pgJDBC's PGInterval reads PostgreSQL's `postgres` interval style
+
 _INTERVAL_PART = re.compile(r"(-?\d+) (year|mon|day)s?")
-_INTERVAL_TIME = re.compile(r"(-)?(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?$")
+_INTERVAL_TIME = re.compile(r"([-+])?(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?$")
+_LONG_MAX = (1 << 63) - 1
 
 
-def _interval_micros(text: str) -> int:
-    """PostgreSQL's `postgres` interval style -> microseconds, months as 30.4375 days (Debezium)."""
+def _interval_fields(text: str) -> tuple[int, int, int, int, int, float]:
+    """(years, months, days, hours, minutes, seconds) as PGInterval holds them: the time part's
+    sign applies to each of its fields; seconds = whole + micros / 1e6 (a double)."""
     years = months = days = 0
     for amount, unit in _INTERVAL_PART.findall(text):
         if unit == "year":
@@ -181,19 +421,59 @@ def _interval_micros(text: str) -> int:
             months = int(amount)
         else:
             days = int(amount)
-    micros = 0
+    hours = minutes = 0
+    seconds = 0.0
     tm = _INTERVAL_TIME.search(text)
     if tm:
-        neg, hh, mi, ss, frac = tm.groups()
-        micros = ((int(hh) * 60 + int(mi)) * 60 + int(ss)) * 1_000_000 + (int(frac.ljust(6, "0")) if frac else 0)
-        if neg:
-            micros = -micros
-    month_total = years * 12 + months
-    return round((month_total * _DAYS_PER_MONTH_AVG + days) * 86_400_000_000) + micros
+        sign, hh, mi, ss, frac = tm.groups()
+        factor = -1 if sign == "-" else 1
+        hours, minutes = factor * int(hh), factor * int(mi)
+        micros = int(frac.ljust(6, "0")) if frac else 0
+        seconds = factor * int(ss) + factor * micros / 1_000_000
+    return years, months, days, hours, minutes, seconds
 
 
-def parse_array(text: str, element: Converter) -> list[Any]:
-    """A one-dimensional PostgreSQL array literal, e.g. {1,2,NULL} or {"a b","c\\"d"}."""
+def _java_int(value: int) -> int:
+    return (value + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def _java_long_of_double(value: float) -> int:
+    """Java's (long) cast of a double: truncation, saturating, NaN -> 0."""
+    if value != value:
+        return 0
+    if value >= 9.223372036854775807e18:
+        return _LONG_MAX
+    if value <= -9.223372036854775808e18:
+        return -_LONG_MAX - 1
+    return int(value)
+
+
+def _interval_micros(text: str) -> int:
+    """interval -> Debezium's MicroDuration.durationMicros: months as 30.4375 days, in doubles."""
+    years, months, days, hours, minutes, seconds = _interval_fields(text)
+    number_of_days = float(_java_int(years * 12 + months)) * _DAYS_PER_MONTH_AVG + days
+    number_of_seconds = (((number_of_days * 24 + hours) * 60) + minutes) * 60 + seconds
+    return _java_long_of_double(number_of_seconds * 1e6)
+
+
+def _plain_seconds(seconds: float) -> str:
+    """BigDecimal.valueOf(double) without trailing zeros, as a plain number."""
+    text = format(Decimal(repr(seconds)).normalize(), "f")
+    return "0" if text in ("0", "-0") else text
+
+
+def _interval_iso(text: str) -> str:
+    """interval.handling.mode=string: Debezium's Interval.toIsoString (P…Y…M…DT…H…M…S)."""
+    years, months, days, hours, minutes, seconds = _interval_fields(text)
+    return f"P{years}Y{months}M{days}DT{hours}H{minutes}M{_plain_seconds(seconds)}S"
+
+
+# --- arrays
+
+def parse_array(text: str, element: Converter, required: bool = False, delimiter: str = ",") -> list[Any]:
+    """A one-dimensional PostgreSQL array literal, e.g. {1,2,NULL} or {"a b","c\\"d"}.
+    `required`: a NULL element cannot be represented (raises _NullArray); `delimiter`: the
+    element type's typdelim (`:` for PostGIS types)."""
     if not text.startswith("{"):
         # a lower bound decoration like [0:1]={...}
         text = text[text.index("=") + 1:]
@@ -214,27 +494,94 @@ def parse_array(text: str, element: Converter) -> list[Any]:
             out.append(element("".join(buf)))
         else:
             j = i
-            while j < n and text[j] != ",":
+            while j < n and text[j] != delimiter:
                 j += 1
             token = text[i:j]
-            out.append(None if token == "NULL" else element(token))
+            if token == "NULL":
+                if required:
+                    raise _NullArray
+                out.append(None)
+            else:
+                out.append(element(token))
             i = j
-        if i < n and text[i] == ",":
+        if i < n and text[i] == delimiter:
             i += 1
     return out
 
 
-def _decimal(text: str) -> Decimal:
+def _array_converter(element: Converter, *, required: bool = False, nullable: bool = False,
+                     delimiter: str = ",") -> Converter:
+    """Array text -> list. `nullable`: an element Debezium cannot convert (a required element
+    that is NULL, NaN where no decimal can hold it) makes the whole value null, as in Debezium."""
+    if not (required or nullable):
+        if delimiter != ",":
+            return lambda text: parse_array(text, element, False, delimiter)
+        return lambda text: parse_array(text, element)
+
+    def convert(text: str) -> list[Any] | None:
+        try:
+            return parse_array(text, element, required, delimiter)
+        except _NullArray:
+            return None
+    return _may_be_null(convert)
+
+
+# --- numbers
+
+_NUMERIC_SPECIAL = frozenset({"NaN", "Infinity", "-Infinity"})
+# decimal.handling.mode=string: SpecialValueDecimal's names
+_NUMERIC_SPECIAL_STRING = {"NaN": "NAN", "Infinity": "POSITIVE_INFINITY", "-Infinity": "NEGATIVE_INFINITY"}
+
+
+def _decimal(text: str) -> Decimal | None:
+    """precise mode: no Connect Decimal holds NaN/±Infinity; Debezium emits null."""
+    if text in _NUMERIC_SPECIAL:
+        return None
     return Decimal(text)
 
 
-def _variable_scale(text: str) -> dict[str, Any]:
+def _decimal_element(text: str) -> Decimal:
+    if text in _NUMERIC_SPECIAL:
+        raise _NullArray
+    return Decimal(text)
+
+
+def _variable_scale(text: str) -> dict[str, Any] | None:
+    """VariableScaleDecimal {scale, value}: trailing zeros stripped (BigDecimal.stripTrailingZeros),
+    never a negative scale."""
     from headwater.model.values import decimal_to_unscaled_bytes
 
+    if text in _NUMERIC_SPECIAL:
+        return None
     value = Decimal(text)
+    value = value.normalize(_EXACT_CONTEXT) if value else Decimal(0)
     exponent = value.as_tuple().exponent
     scale = -exponent if isinstance(exponent, int) and exponent < 0 else 0
     return {"scale": scale, "value": decimal_to_unscaled_bytes(value, scale)}
+
+
+def _variable_scale_element(text: str) -> dict[str, Any]:
+    value = _variable_scale(text)
+    if value is None:
+        raise _NullArray
+    return value
+
+
+def _numeric_string(text: str) -> str:
+    special = _NUMERIC_SPECIAL_STRING.get(text)
+    return text if special is None else special
+
+
+def _numeric_string_element(text: str) -> str:
+    if text in _NUMERIC_SPECIAL:
+        raise _NullArray
+    return text
+
+
+def _numeric_double_element(text: str) -> float:
+    if text in _NUMERIC_SPECIAL:
+        raise _NullArray
+    return float(text)
 
 
 def _money(text: str) -> Decimal:
@@ -251,6 +598,8 @@ def _bits(text: str) -> bytes:
     # BitSet.toByteArray(): as many bytes as the highest set bit needs, so no bit set -> no bytes
     return value.to_bytes((value.bit_length() + 7) // 8, "little")
 
+
+# --- hstore
 
 def _hstore_pairs(text: str) -> list[tuple[str, str | None]]:
     """hstore's text output (`"k"=>"v", "k2"=>NULL`) -> pairs in text order."""
@@ -327,15 +676,22 @@ def jackson_string_object(pairs: list[tuple[str, str | None]]) -> str:
     return text
 
 
-def _hstore_json(text: str) -> str:
-    """hstore -> Debezium's JSON string: pgJDBC's HStoreConverter fills a HashMap, which Jackson
-    then writes in HashMap order."""
+def _hstore_map(text: str) -> dict[str, str | None]:
+    """hstore -> pgJDBC's HStoreConverter map (a HashMap: Java's iteration order)."""
     pairs = _hstore_pairs(text)
     if len(pairs) > 1:
         values = dict(pairs)
-        pairs = [(k, values[k]) for k in java_hashmap_order([k for k, _ in pairs])]
-    return jackson_string_object(pairs)
+        return {k: values[k] for k in java_hashmap_order([k for k, _ in pairs])}
+    return dict(pairs)
 
+
+def _hstore_json(text: str) -> str:
+    """hstore -> Debezium's JSON string: pgJDBC's HStoreConverter fills a HashMap, which Jackson
+    then writes in HashMap order."""
+    return jackson_string_object(list(_hstore_map(text).items()))
+
+
+# --- geometry
 
 _POINT_SCHEMA = Schema("struct", name="io.debezium.data.geometry.Point", version=1, doc="Geometry (POINT)",
                        fields=[Field("x", Schema("float64")), Field("y", Schema("float64")),
@@ -353,15 +709,77 @@ def _point(text: str) -> dict[str, Any]:
     return _point_value(float(x), float(y))
 
 
-def _time_millis(text: str) -> int:
-    return _time_micros(text) // 1000
+def _spatial_schema(name: str, doc: str) -> Schema:
+    return Schema("struct", name=name, version=1, doc=doc,
+                  fields=[Field("wkb", Schema("bytes")), Field("srid", Schema("int32", optional=True))])
 
 
-def _timestamp_millis(text: str) -> int:
-    return _timestamp_micros(text) // 1000
+_GEOMETRY_SCHEMA = _spatial_schema("io.debezium.data.geometry.Geometry", "Geometry")
+_GEOGRAPHY_SCHEMA = _spatial_schema("io.debezium.data.geometry.Geography", "Geography")
+
+
+def _postgis(text: str) -> dict[str, Any]:
+    """PostGIS text output (hex EWKB) -> {wkb: the EWKB bytes as they are, srid: from the header}."""
+    wkb = bytes.fromhex(text)
+    order = "<" if wkb[0] == 1 else ">"
+    (kind,) = unpack_from(order + "I", wkb, 1)
+    srid = unpack_from(order + "i", wkb, 5)[0] if kind & 0x20000000 else None
+    return {"wkb": wkb, "srid": srid}
+
+
+# --- types Debezium does not know (include.unknown.datatypes=true): the text's bytes
+
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+# pgJDBC parses these into PGbox/PGcircle/… and Debezium takes their toString(): Java doubles
+_PG_GEOMETRIC = frozenset({"box", "circle", "line", "lseg", "path", "polygon"})
+
+
+def _java_double_text(value: float) -> str:
+    """Double.toString: plain between 1e-3 and 1e7, else d.dddE±n; always a fraction digit."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if str(value).startswith("-") else "0.0"
+    if 1e-3 <= abs(value) < 1e7:
+        text = format(Decimal(repr(value)), "f")
+        return text if "." in text else text + ".0"
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    mantissa = "".join(map(str, digits))
+    power = exponent + len(mantissa) - 1
+    return f"{'-' if sign else ''}{mantissa[0]}.{mantissa[1:] or '0'}E{power}"
+
+
+def _geometric_text(text: str) -> str:
+    return _NUMBER.sub(lambda m: _java_double_text(float(m.group(0))), text)
+
+
+def _unknown_converter(pg: PgType, mode: str) -> Converter:
+    encoder = _binary_encoder(mode)
+    if pg.name in _PG_GEOMETRIC:
+        if encoder is None:
+            return lambda text: _geometric_text(text).encode("utf-8")
+        return lambda text: encoder(_geometric_text(text).encode("utf-8"))
+    if encoder is None:
+        return lambda text: text.encode("utf-8")
+    return lambda text: encoder(text.encode("utf-8"))
+
+
+def _int2vector(text: str) -> list[Any] | None:
+    """int2vector (recorded, types_unknown_*): Debezium takes it for an array but never finds
+    elements in its `1 2 3` text: an empty value gives null, any other an empty list."""
+    return None if text == "" else []
+
+
+def _always_null(text: str) -> None:
+    return None
 
 
 # -- the mapping ------------------------------------------------------------------------------
+
+_STRING = Schema("string")
 
 _SIMPLE: dict[str, tuple[Schema, Converter]] = {
     "int2": (Schema("int16"), int),
@@ -371,39 +789,41 @@ _SIMPLE: dict[str, tuple[Schema, Converter]] = {
     "float4": (Schema("float32"), float),
     "float8": (Schema("float64"), float),
     "bool": (Schema("boolean"), _bool),
-    "text": (Schema("string"), str),
-    "varchar": (Schema("string"), str),
-    "bpchar": (Schema("string"), str),
-    "char": (Schema("string"), str),
-    "name": (Schema("string"), str),
-    "bytea": (Schema("bytes"), _bytea),
-    "date": (Schema("int32", name="io.debezium.time.Date", version=1), _date_days),
-    "time": (Schema("int64", name="io.debezium.time.MicroTime", version=1), _time_micros),
-    "timetz": (Schema("string", name="io.debezium.time.ZonedTime", version=1), _timetz_iso),
-    "timestamp": (Schema("int64", name="io.debezium.time.MicroTimestamp", version=1), _timestamp_micros),
-    "timestamptz": (Schema("string", name="io.debezium.time.ZonedTimestamp", version=1), _timestamptz_iso),
-    "interval": (Schema("int64", name="io.debezium.time.MicroDuration", version=1), _interval_micros),
     "uuid": (Schema("string", name="io.debezium.data.Uuid", version=1), str),
     "json": (Schema("string", name="io.debezium.data.Json", version=1), str),
     "jsonb": (Schema("string", name="io.debezium.data.Json", version=1), str),
     "xml": (Schema("string", name="io.debezium.data.Xml", version=1), str),
-    "inet": (Schema("string"), str),
-    "cidr": (Schema("string"), str),
-    "macaddr": (Schema("string"), str),
-    "macaddr8": (Schema("string"), str),
     "ltree": (Schema("string", name="io.debezium.data.Ltree", version=1), str),
     "tsvector": (Schema("string", name="io.debezium.data.Tsvector", version=1), str),
-    "hstore": (Schema("string", name="io.debezium.data.Json", version=1), _hstore_json),
     "point": (_POINT_SCHEMA, _point),
 }
+# plain strings: character types, network addresses, ranges (their text form)
+for _name in ("text", "varchar", "bpchar", "char", "citext", "inet", "cidr", "macaddr", "macaddr8",
+              "int4range", "int8range", "numrange", "tsrange", "tstzrange", "daterange"):
+    _SIMPLE[_name] = (_STRING, str)
 
-_MILLI_TIME = (Schema("int32", name="io.debezium.time.Time", version=1), _time_millis)
-_MILLI_TIMESTAMP = (Schema("int64", name="io.debezium.time.Timestamp", version=1), _timestamp_millis)
+_DEBEZIUM_DATE = Schema("int32", name="io.debezium.time.Date", version=1)
+_CONNECT_DATE = Schema("int32", name="org.apache.kafka.connect.data.Date", version=1)
+_MILLI_TIME = Schema("int32", name="io.debezium.time.Time", version=1)
+_MICRO_TIME = Schema("int64", name="io.debezium.time.MicroTime", version=1)
+_CONNECT_TIME = Schema("int32", name="org.apache.kafka.connect.data.Time", version=1)
+_MILLI_TIMESTAMP = Schema("int64", name="io.debezium.time.Timestamp", version=1)
+_MICRO_TIMESTAMP = Schema("int64", name="io.debezium.time.MicroTimestamp", version=1)
+_CONNECT_TIMESTAMP = Schema("int64", name="org.apache.kafka.connect.data.Timestamp", version=1)
+_ZONED_TIME = Schema("string", name="io.debezium.time.ZonedTime", version=1)
+_ZONED_TIMESTAMP = Schema("string", name="io.debezium.time.ZonedTimestamp", version=1)
+_MICRO_DURATION = Schema("int64", name="io.debezium.time.MicroDuration", version=1)
+_INTERVAL = Schema("string", name="io.debezium.time.Interval", version=1)
 
 _VARIABLE_SCALE_SCHEMA = Schema(
     "struct", name="io.debezium.data.VariableScaleDecimal", version=1, doc="Variable scaled decimal",
     fields=[Field("scale", Schema("int32")), Field("value", Schema("bytes"))],
 )
+_HSTORE_MAP_SCHEMA = Schema("map", keys=Schema("string"), values=Schema("string", optional=True))
+
+# Array types Debezium has no schema for (DBZ-459): the column is left out, whatever
+# include.unknown.datatypes says.
+_UNSUPPORTED_ARRAY_ELEMENTS = frozenset({"money", "name", "interval", "varbit", "xml", "point", "refcursor"})
 
 # Values a required column gets when a row carries none (Debezium's converter fallbacks).
 _FALLBACK_BY_CONNECT_TYPE: dict[str, Any] = {
@@ -412,14 +832,66 @@ _FALLBACK_BY_CONNECT_TYPE: dict[str, Any] = {
 }
 
 
-def _numeric(pg: PgType) -> tuple[Schema, Converter]:
-    if pg.modifier >= 4:
+def _decimal_schema(scale: int, precision: int | None = None) -> Schema:
+    parameters = {"scale": str(scale)}
+    if precision is not None:
+        parameters["connect.decimal.precision"] = str(precision)
+    return Schema("bytes", name="org.apache.kafka.connect.data.Decimal", version=1, parameters=parameters)
+
+
+def _numeric(pg: PgType, mode: str, element: bool) -> tuple[Schema, Converter]:
+    constrained = pg.modifier >= 4
+    if mode == "double":
+        return Schema("float64"), _numeric_double_element if element else float
+    if mode == "string":
+        return _STRING, _numeric_string_element if element else _numeric_string
+    if constrained:
         precision = ((pg.modifier - 4) >> 16) & 0xFFFF
         scale = (pg.modifier - 4) & 0xFFFF
-        schema = Schema("bytes", name="org.apache.kafka.connect.data.Decimal", version=1,
-                        parameters={"scale": str(scale), "connect.decimal.precision": str(precision)})
-        return schema, _decimal
-    return _VARIABLE_SCALE_SCHEMA, _variable_scale
+        return _decimal_schema(scale, precision), _decimal_element if element else _may_be_null(_decimal)
+    return _VARIABLE_SCALE_SCHEMA, _variable_scale_element if element else _may_be_null(_variable_scale)
+
+
+def _money_mapping(settings: TypeSettings) -> tuple[Schema, Converter]:
+    if settings.decimal_mode == "double":
+        return Schema("float64"), lambda text: float(_money(text))
+    if settings.decimal_mode == "string":
+        return _STRING, lambda text: format(_money(text), "f")
+    digits = settings.money_fraction_digits
+    quantum = Decimal(1).scaleb(-digits)
+    return _decimal_schema(digits), lambda text: _money(text).quantize(quantum, ROUND_HALF_UP)
+
+
+def _temporal(pg: PgType, settings: TypeSettings, streaming: bool, jdbc: bool) -> tuple[Schema, Converter] | None:
+    """Temporal types. `jdbc`: converted as pgJDBC's java.sql objects reach Debezium (array
+    elements on both paths; for dates also snapshot rows)."""
+    name, mode = pg.name, settings.time_precision_mode
+    connect = mode == "connect"
+    if name == "date":
+        schema = _CONNECT_DATE if connect else _DEBEZIUM_DATE
+        return schema, _date_days_jdbc if jdbc or not streaming else _date_days
+    precision = pg.modifier if pg.modifier >= 0 else 6
+    if name == "time":
+        if connect or (mode == "adaptive" and precision <= 3):
+            return _CONNECT_TIME if connect else _MILLI_TIME, _time_millis_jdbc if jdbc else _time_millis
+        return _MICRO_TIME, _time_micros_jdbc if jdbc else _time_micros
+    if name == "timestamp":
+        if connect or precision <= 3:
+            return (_CONNECT_TIMESTAMP if connect else _MILLI_TIMESTAMP,
+                    _timestamp_millis_jdbc if jdbc else _timestamp_millis)
+        return _MICRO_TIMESTAMP, _timestamp_micros_jdbc if jdbc else _timestamp_micros
+    if name == "timetz":
+        return _ZONED_TIME, _timetz_iso_jdbc if jdbc else _timetz_iso
+    if name == "timestamptz":
+        return _ZONED_TIMESTAMP, _timestamptz_converter(pg, jdbc)
+    if name == "interval":
+        if settings.interval_mode == "string":
+            return _INTERVAL, _interval_iso
+        return _MICRO_DURATION, _interval_micros
+    return None
+
+
+_TEMPORAL = frozenset({"date", "time", "timestamp", "timetz", "timestamptz", "interval"})
 
 
 def _bit_length(pg: PgType) -> int:
@@ -428,43 +900,99 @@ def _bit_length(pg: PgType) -> int:
     return pg.modifier if pg.modifier > 0 else 2_147_483_647
 
 
-def schema_and_converter(pg: PgType, *, include_unknown: bool = False) -> tuple[Schema, Converter] | None:
-    """Connect schema (required variant) and text converter for a type, or None to skip it."""
-    if pg.element is not None:
-        inner = schema_and_converter(pg.element, include_unknown=include_unknown)
-        if inner is None:
-            return None
-        item_schema, item_conv = inner
-        items = Schema(item_schema.type, optional=True, name=item_schema.name, version=item_schema.version,
-                       parameters=item_schema.parameters, fields=item_schema.fields, items=item_schema.items,
-                       doc=item_schema.doc)
-        return Schema("array", items=items), lambda text, c=item_conv: parse_array(text, c)
+def _scalar(pg: PgType, settings: TypeSettings, streaming: bool, element: bool) -> tuple[Schema, Converter] | None:
+    """A known non-array type, or None. `element`: as an array element (pgJDBC's conversions)."""
+    name = pg.name
     if pg.kind == "e":
         return (Schema("string", name="io.debezium.data.Enum", version=1,
                        parameters={"allowed": ",".join(pg.enum_labels)}), str)
-    if 0 <= pg.modifier and pg.name in ("time", "timestamp", "timestamptz"):
-        # time.precision.mode=adaptive: TIME(0..3)/TIMESTAMP(0..3) in milliseconds; timestamptz(p)
-        # formats exactly p fraction digits
-        if pg.name == "timestamptz":
-            return _SIMPLE["timestamptz"][0], _timestamptz_converter(pg)
-        if pg.modifier <= 3:
-            return _MILLI_TIME if pg.name == "time" else _MILLI_TIMESTAMP
-    simple = _SIMPLE.get(pg.name)
+    simple = _SIMPLE.get(name)
     if simple is not None:
         return simple
-    if pg.name == "numeric":
-        return _numeric(pg)
-    if pg.name == "money":
-        return (Schema("bytes", name="org.apache.kafka.connect.data.Decimal", version=1,
-                       parameters={"scale": "2"}), _money)
-    if pg.name in ("bit", "varbit"):
+    if name in _TEMPORAL:
+        return _temporal(pg, settings, streaming, element)
+    if name == "numeric":
+        return _numeric(pg, settings.decimal_mode, element)
+    if name == "bytea":
+        encoder = _binary_encoder(settings.binary_mode)
+        return (_binary_schema(settings.binary_mode),
+                _bytea if encoder is None else lambda text: encoder(_bytea(text)))
+    if name == "money":
+        return _money_mapping(settings)
+    if name == "hstore":
+        if settings.hstore_mode == "map":
+            return _HSTORE_MAP_SCHEMA, _hstore_map
+        return Schema("string", name="io.debezium.data.Json", version=1), _hstore_json
+    if name == "name":
+        # Debezium's pgoutput value resolver has no case for `name`: streamed values are null
+        return _STRING, _may_be_null(_always_null) if streaming else str
+    if name in ("bit", "varbit"):
         length = _bit_length(pg)
-        if pg.name == "bit" and length == 1:
-            return Schema("boolean"), lambda text: text == "1"
+        if length == 1:
+            return Schema("boolean"), lambda text: "1" in text
         return (Schema("bytes", name="io.debezium.data.Bits", version=1,
                        parameters={"length": str(length)}), _bits)
+    if name == "geometry":
+        return _GEOMETRY_SCHEMA, _postgis
+    if name == "geography":
+        return _GEOGRAPHY_SCHEMA, _postgis
+    return None
+
+
+def _optional(schema: Schema) -> Schema:
+    return Schema(schema.type, optional=True, name=schema.name, version=schema.version,
+                  parameters=schema.parameters, fields=schema.fields, items=schema.items, keys=schema.keys,
+                  values=schema.values, doc=schema.doc)
+
+
+def _array(pg: PgType, element: PgType, settings: TypeSettings, include_unknown: bool,
+           streaming: bool) -> tuple[Schema, Converter] | None:
+    if element.modifier < 0 and pg.modifier >= 0:
+        # Debezium describes the element with the array column's length and scale
+        element = PgType(element.name, element.oid, pg.modifier, element.category, element.kind, None,
+                         element.enum_labels, element.declared_name)
+    name = element.name
+    if name in _UNSUPPORTED_ARRAY_ELEMENTS:
+        return None
+    if name == "bit":
+        # bit(n)[] gets the Bits schema of a bit(n) column and no converter that can fill it
+        return (Schema("bytes", name="io.debezium.data.Bits", version=1,
+                       parameters={"length": str(_bit_length(element))}), _may_be_null(_always_null))
+    if element.kind == "e":
+        # the Enum element schema is not optional: a NULL element fails the whole array (null)
+        items = Schema("string", name="io.debezium.data.Enum", version=1,
+                       parameters={"allowed": ",".join(element.enum_labels)})
+        return Schema("array", items=items), _array_converter(str, required=True)
+    inner = None if element.is_domain or element.kind == "c" else _scalar(element, settings, streaming, True)
+    if inner is None:
+        # Debezium finds no element schema (domains, composites, unknown types): opaque bytes of
+        # each element's text with include.unknown.datatypes, required elements
+        if not include_unknown:
+            return None
+        items = _binary_schema(settings.binary_mode)
+        return Schema("array", items=items), _array_converter(_unknown_converter(element, settings.binary_mode),
+                                                               required=True)
+    item_schema, item_conv = inner
+    nullable = name == "numeric"  # NaN/±Infinity elements make the array null in every decimal mode
+    delimiter = ":" if name in ("geometry", "geography") else ","
+    return (Schema("array", items=_optional(item_schema)),
+            _array_converter(item_conv, nullable=nullable, delimiter=delimiter))
+
+
+def schema_and_converter(pg: PgType, *, include_unknown: bool = False, settings: TypeSettings | None = None,
+                         streaming: bool = False) -> tuple[Schema, Converter] | None:
+    """Connect schema (required variant) and text converter for a type, or None to skip it.
+    `streaming`: for values from pgoutput (else the snapshot)."""
+    settings = settings or DEFAULT_TYPE_SETTINGS
+    if pg.name == "int2vector":
+        return Schema("array", items=Schema("int16")), _may_be_null(_int2vector)
+    if pg.element is not None:
+        return _array(pg, pg.element, settings, include_unknown, streaming)
+    known = None if pg.kind == "c" else _scalar(pg, settings, streaming, False)
+    if known is not None:
+        return known
     if include_unknown:
-        return Schema("bytes"), lambda text: text.encode("utf-8")
+        return _binary_schema(settings.binary_mode), _unknown_converter(pg, settings.binary_mode)
     return None
 
 
@@ -508,6 +1036,10 @@ def parse_default(expression: str | None, converter: Converter) -> Any:
         return NO_DEFAULT
 
 
+# Debezium emits no schema default for these (recorded: types_decimal_*, types_binary_*, types_misc)
+_NO_DEFAULT_TYPES = frozenset({"money", "bytea"})
+
+
 # -- unchanged TOAST values -------------------------------------------------------------------
 
 DEFAULT_UNAVAILABLE_PLACEHOLDER = "__debezium_unavailable_value"
@@ -536,7 +1068,7 @@ def _java_name_uuid(data: bytes) -> str:
     return str(uuid.UUID(bytes=hashlib.md5(data).digest(), version=3))
 
 
-def unavailable_value(pg: PgType, schema: Schema, placeholder: bytes) -> Any:
+def unavailable_value(pg: PgType, schema: Schema, placeholder: bytes, binary_mode: str = "bytes") -> Any:
     """What Debezium emits for an unchanged TOAST value of this type (`unavailable.value.placeholder`
     in the type's shape), or NO_DEFAULT for types that are never TOASTed or that Debezium cannot
     represent (the converter then fails loudly on the marker)."""
@@ -558,7 +1090,11 @@ def unavailable_value(pg: PgType, schema: Schema, placeholder: bytes) -> Any:
     if pg.kind == "e" or pg.name in _FIXED_WIDTH:
         return NO_DEFAULT
     if pg.name == "hstore":
+        if schema.type == "map":
+            return {text: text}
         return jackson_string_object([(text, text)])
+    if pg.name == "bytea" and binary_mode in ("base64", "base64-url-safe"):
+        return None  # recorded (types_binary_base64*): Debezium emits null, not the placeholder
     if schema.type == "string":
         return text
     if schema.type == "bytes" and schema.name is None:
@@ -567,11 +1103,15 @@ def unavailable_value(pg: PgType, schema: Schema, placeholder: bytes) -> Any:
 
 
 class PostgresValueConverters:
-    """`ValueConverters` for PostgreSQL (see headwater.relational.table_schema)."""
+    """`ValueConverters` for PostgreSQL (see headwater.relational.table_schema). `streaming`: for
+    values from pgoutput (Relation-message schemas), else for snapshot rows."""
 
     def __init__(self, *, include_unknown: bool = False,
-                 unavailable_placeholder: str = DEFAULT_UNAVAILABLE_PLACEHOLDER) -> None:
+                 unavailable_placeholder: str = DEFAULT_UNAVAILABLE_PLACEHOLDER,
+                 type_settings: TypeSettings | None = None, streaming: bool = False) -> None:
         self.include_unknown = include_unknown
+        self.type_settings = type_settings or DEFAULT_TYPE_SETTINGS
+        self.streaming = streaming
         # raw value the streaming decoder puts for an unchanged TOAST column
         self.unavailable_marker = UNCHANGED_TOAST
         self.unavailable_placeholder = placeholder_bytes(unavailable_placeholder)
@@ -580,7 +1120,8 @@ class PostgresValueConverters:
         pg = column.native
         if not isinstance(pg, PgType):
             raise UnsupportedType(f"column {column.name} has no PostgreSQL type information")
-        return schema_and_converter(pg, include_unknown=self.include_unknown)
+        return schema_and_converter(pg, include_unknown=self.include_unknown, settings=self.type_settings,
+                                    streaming=self.streaming)
 
     def schema_for(self, table: Table, column: Column) -> Schema | None:
         mapping = self._mapping(column)
@@ -589,7 +1130,19 @@ class PostgresValueConverters:
     def converter_for(self, table: Table, column: Column, schema: Schema) -> Converter:
         mapping = self._mapping(column)
         assert mapping is not None
-        return mapping[1]
+        convert = mapping[1]
+        if column.optional or not getattr(convert, "may_be_null", False):
+            return convert
+        name = column.name
+
+        def required(text: str) -> Any:
+            # Debezium's converter gives null, which a required field refuses: the event fails
+            value = convert(text)
+            if value is None:
+                raise ValueError(f"column {name}: value {text!r} has no representation in its schema "
+                                 f"and the column is NOT NULL")
+            return value
+        return required
 
     def default_for(self, table: Table, column: Column, schema: Schema) -> Any:
         mapping = self._mapping(column)
@@ -601,10 +1154,18 @@ class PostgresValueConverters:
             # serial/bigserial: Debezium's default-value parser reports a sequence default as 0
             # (recorded: tests/conformance/extra, serial_default); identity columns have none
             return 0
-        value = parse_default(expression, mapping[1])
-        if value is NO_DEFAULT or schema.type == "struct":
+        pg = column.native
+        assert isinstance(pg, PgType)
+        if pg.name in _NO_DEFAULT_TYPES or pg.is_domain or schema.type in ("struct", "map"):
             return NO_DEFAULT
-        return value
+        convert = mapping[1]
+        if pg.name == "numeric" and self.type_settings.decimal_mode == "string" and pg.modifier >= 4:
+            # the default is set to the column's scale first (`0` in a numeric(6,3) -> "0.000")
+            quantum = Decimal(1).scaleb(-((pg.modifier - 4) & 0xFFFF))
+            convert = lambda text: _numeric_string(text) if text in _NUMERIC_SPECIAL else \
+                format(Decimal(text).quantize(quantum), "f")  # noqa: E731
+        value = parse_default(expression, convert)
+        return NO_DEFAULT if value is None else value
 
     def fallback_for(self, table: Table, column: Column, schema: Schema) -> Any:
         return fallback_value(schema)
@@ -612,4 +1173,4 @@ class PostgresValueConverters:
     def unavailable_for(self, table: Table, column: Column, schema: Schema) -> Any:
         pg = column.native
         assert isinstance(pg, PgType)
-        return unavailable_value(pg, schema, self.unavailable_placeholder)
+        return unavailable_value(pg, schema, self.unavailable_placeholder, self.type_settings.binary_mode)

@@ -1,0 +1,26 @@
+BEGIN;
+INSERT INTO public.x VALUES (2, 'two');
+ALTER TABLE public.x ADD COLUMN b integer DEFAULT 5;
+INSERT INTO public.x VALUES (3, 'three', 3);
+ALTER TABLE public.x ALTER COLUMN b SET NOT NULL;
+INSERT INTO public.x (id, a) VALUES (4, 'four');
+UPDATE public.x SET a = 'one!' WHERE id = 1;
+INSERT INTO public.y VALUES (1, 'y');
+COMMIT;
+SELECT pg_sleep(1);
+BEGIN;
+INSERT INTO public.y VALUES (2, 'before');
+ALTER TABLE public.y ALTER COLUMN a TYPE varchar(30);
+ALTER TABLE public.y ADD COLUMN z numeric(3,1);
+INSERT INTO public.y VALUES (3, 'after', 1.5);
+ALTER TABLE public.y RENAME COLUMN a TO aa;
+UPDATE public.y SET aa = 'renamed' WHERE id = 3;
+COMMIT;
+SELECT pg_sleep(1);
+-- a column added and dropped again inside the transaction
+BEGIN;
+ALTER TABLE public.x ADD COLUMN tmp text;
+INSERT INTO public.x VALUES (5, 'five', 5, 'temp');
+ALTER TABLE public.x DROP COLUMN tmp;
+INSERT INTO public.x VALUES (6, 'six', 6);
+COMMIT;
