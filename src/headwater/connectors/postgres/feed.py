@@ -1,0 +1,644 @@
+"""PostgreSQL as a :class:`~headwater.engine.feed.ChangeFeed`: the driver reads, executors build.
+
+Driver side (:class:`PgChangeFeed`): one process owns the slot. The initial snapshot is planned
+as chunks — key ranges of a table (ctid block ranges for tables without a key) — that executors
+read in parallel inside the slot's exported snapshot, so together they are the consistent state
+at the slot's consistent point, and streaming continues from exactly there. Streaming reuses
+:class:`~headwater.connectors.postgres.streaming.StreamingReader` in its parallel mode on a
+background thread: the reader tracks positions and cuts the raw messages into
+:class:`~headwater.connectors.postgres.events.Chunk`\\ s, which wait in a bounded queue until a
+batch plans them; executors build and serialize the events (the same `ChunkBuilder` as the
+standalone worker processes).
+
+Offsets are the standalone runner's PostgreSQL offsets (`PgOffset` dicts) plus `phase`; a batch
+is replayable from them after a restart: streaming restarts at the batch's start position and the
+messages are cut again at its end position, message for message.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg2
+from psycopg2 import sql
+
+from headwater.config import Configuration
+from headwater.connectors.postgres import pgoutput as pg
+from headwater.connectors.postgres import snapshot as snap
+from headwater.connectors.postgres.connection import connect, connect_kwargs, connection_error
+from headwater.connectors.postgres.connector import PostgresConnector
+from headwater.connectors.postgres.events import (
+    BEGIN,
+    COMMIT,
+    DATA_CHANGES,
+    MESSAGE,
+    TRUNCATE,
+    BuilderSettings,
+    ChangeEventBuilder,
+    Chunk,
+    StreamPosition,
+)
+from headwater.connectors.postgres.metadata import CatalogReader
+from headwater.connectors.postgres.pgoutput import format_lsn
+from headwater.connectors.postgres.replication import create_slot, drop_slot, ensure_publication, read_slot
+from headwater.connectors.postgres.schemas import CapturedTable
+from headwater.connectors.postgres.source_info import PgOffset, source_block
+from headwater.connectors.postgres.streaming import StreamingReader
+from headwater.engine.connector import ConnectorError
+from headwater.engine.feed import ChangeFeed, Offset, PositionedRecord, WorkDecoder, position_key
+from headwater.engine.records import SourceRecord
+from headwater.model.envelope import OP_READ
+from headwater.relational.table import Table
+
+log = logging.getLogger(__name__)
+
+PHASE_SNAPSHOT = "snapshot"
+PHASE_STREAM = "stream"
+_QUEUE_CHUNKS = 64          # chunks of up to 2,048 messages read ahead on the driver
+
+
+# -- positions --------------------------------------------------------------------------------
+
+def offset_key(offset: Offset) -> tuple[int, int]:
+    """Orders stream offsets: inside a transaction (its commit LSN, messages done); between
+    transactions (the restart LSN, or the last non-transactional message's LSN). A commit's end
+    LSN lies after its commit LSN, so a transaction's positions sort before the one after it."""
+    if offset.get("tx_final_lsn") is not None:
+        return offset["tx_final_lsn"], offset.get("tx_msgs", 0)
+    return max(offset.get("lsn_commit") or 0, offset.get("message_lsn") or 0), 0
+
+
+def position_offset(pos: StreamPosition) -> Offset:
+    return {"phase": PHASE_STREAM, **pos.offset(None, pos.tx_msgs)}
+
+
+def advance(pos: StreamPosition, payload: bytes, lsn: int) -> None:
+    """The reader's position bookkeeping for one message (no decoding of tuples)."""
+    kind = payload[0]
+    if kind in DATA_CHANGES or kind == TRUNCATE:
+        pos.data()
+    elif kind == BEGIN:
+        pos.begin(pg.decode(payload))
+    elif kind == COMMIT:
+        pos.commit(pg.decode(payload))
+    elif kind == MESSAGE:
+        msg = pg.decode(payload)
+        if msg.transactional:
+            pos.data()
+        else:
+            pos.non_transactional_message(lsn)
+
+
+# -- work items -------------------------------------------------------------------------------
+
+@dataclass
+class StreamWork:
+    chunk: Chunk
+
+
+@dataclass
+class SnapshotWork:
+    """One chunk of one table's snapshot: rows with `lower < key <= upper` (None: unbounded), or a
+    ctid block range for a table without a key."""
+
+    table: Table
+    raw_columns: tuple[str, ...]
+    table_index: int
+    chunk_index: int
+    first_table: bool
+    last_table: bool       # the last table with rows: its last row says "last"
+    first_chunk: bool
+    last_chunk: bool
+    key_columns: tuple[str, ...]
+    lower: tuple[str, ...] | None
+    upper: tuple[str, ...] | None
+    blocks: tuple[int, int] | None
+    override: str | None
+    snapshot_name: str
+    lsn: int
+    txid: int
+
+
+class PgWorkDecoder(WorkDecoder):
+    """Executor side: builds records from stream chunks and reads snapshot chunks."""
+
+    def __init__(self, settings: BuilderSettings, connect_args: dict[str, Any]) -> None:
+        self.settings = settings
+        self.connect_args = connect_args  # holds the password: never logged, never in an error
+        self._builder: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"settings": self.settings, "connect_args": self.connect_args, "_builder": None}
+
+    def decode(self, item: Any) -> Iterator[PositionedRecord]:
+        if isinstance(item, StreamWork):
+            return iter(self._stream(item.chunk))
+        if isinstance(item, SnapshotWork):
+            return self._snapshot(item)
+        raise TypeError(f"not a PostgreSQL work item: {type(item).__name__}")
+
+    def _stream(self, chunk: Chunk) -> list[PositionedRecord]:
+        if self._builder is None:
+            self._builder = self.settings.create_builder()
+        chunk_builder = self._builder
+        chunk_builder.update_relations(chunk.relations)
+        out: list[PositionedRecord] = []
+        current = ["", 0]  # position prefix of the message being handled, records emitted for it
+
+        def emit(item: Any) -> None:
+            if isinstance(item, SourceRecord):
+                out.append(PositionedRecord(current[0] + f"{current[1]:08X}", item))
+                current[1] += 1
+
+        builder = ChangeEventBuilder(self.settings, chunk_builder.registry, copy.copy(chunk.position), emit)
+        pos = builder.position
+        for payload, lsn in chunk.messages:
+            # a data message or COMMIT of a transaction is message number tx_msgs + 1 of it; a
+            # non-transactional message is ordered by its own LSN
+            if pos.final_lsn is not None:
+                current[0] = position_key(pos.final_lsn, pos.tx_msgs + 1)[:32]
+            else:
+                current[0] = position_key(lsn, 0)[:32]
+            current[1] = 0
+            builder.handle(payload, lsn)
+        return out
+
+    def _snapshot(self, work: SnapshotWork) -> Iterator[PositionedRecord]:
+        s = self.settings
+        registry = s.registry(None)
+        captured = registry.build(work.table, work.raw_columns, from_relation=False)
+        records: list[Any] = []
+        dispatcher = s.dispatcher(records.append, lambda: {"phase": PHASE_SNAPSHOT})
+        prefix = position_key(0, (work.table_index << 32) | work.chunk_index)[:32]
+        conn = psycopg2.connect(**self.connect_args)
+        try:
+            conn.autocommit = False
+            with conn.cursor() as cur:
+                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                cur.execute("SET TRANSACTION SNAPSHOT %s", (work.snapshot_name,))
+            pending: list[list[str | None]] = []
+            state = {"first": work.first_chunk, "row": 0}
+
+            def emit_row(raw: list[str | None], last_in_chunk: bool) -> None:
+                marker = snap.snapshot_marker(state["first"], last_in_chunk and work.last_chunk,
+                                              work.first_table, work.last_table)
+                state["first"] = False
+                table_id = captured.table.id
+                source = source_block(s.server, s.dbname, ts_us=snap.now_us(), snapshot=marker,
+                                      schema=table_id.schema or "", table=table_id.table, tx_id=work.txid,
+                                      lsn=work.lsn, last_commit_lsn=None)
+                dispatcher.dispatch_change(captured.schema, captured.topic, OP_READ, None,
+                                           captured.schema.row(raw), source, collection=captured.collection)
+
+            def on_row(raw: list[str | None]) -> None:
+                if pending:
+                    emit_row(pending[0], False)
+                    pending[0] = raw
+                else:
+                    pending.append(raw)
+
+            _copy_rows(conn, captured, work, on_row)
+            if pending:
+                emit_row(pending[0], True)
+            conn.rollback()
+        except psycopg2.Error as exc:
+            raise connection_error(f"snapshot of table {captured.collection} (chunk {work.chunk_index})",
+                                   exc) from None
+        finally:
+            conn.close()
+        n = 0
+        for item in records:
+            if isinstance(item, SourceRecord):
+                yield PositionedRecord(prefix + f"{n:08X}", item)
+                n += 1
+
+
+def _chunk_condition(work: SnapshotWork) -> tuple[sql.Composable | None, list[Any]]:
+    if work.blocks is not None:
+        lo, hi = work.blocks
+        return sql.SQL("ctid >= %s::tid AND ctid < %s::tid"), [f"({lo},0)", f"({hi},0)"]
+    if not work.key_columns or (work.lower is None and work.upper is None):
+        return None, []
+    key = sql.SQL("ROW({})").format(sql.SQL(", ").join(sql.Identifier(c) for c in work.key_columns))
+    parts: list[sql.Composable] = []
+    params: list[Any] = []
+    for op, bound in ((">", work.lower), ("<=", work.upper)):
+        if bound is not None:
+            parts.append(sql.SQL("{} {} ROW({})").format(
+                key, sql.SQL(op), sql.SQL(", ").join(sql.Placeholder() for _ in bound)))
+            params += list(bound)
+    return sql.SQL(" AND ").join(parts), params
+
+
+def _copy_rows(conn: Any, captured: CapturedTable, work: SnapshotWork, on_row: Any) -> None:
+    base = snap.select_statement(captured, {captured.collection: work.override} if work.override else {})
+    condition, params = _chunk_condition(work)
+    query: sql.Composable = base
+    if condition is not None:
+        query = sql.SQL("SELECT * FROM ({}) AS chunk WHERE {}").format(base, condition)
+    with conn.cursor() as cur:
+        text = cur.mogrify(query, params) if params else query.as_string(conn)
+        if isinstance(text, bytes):
+            text = text.decode()
+        sink = snap._LineSink(lambda line: on_row(snap.parse_copy_line(line)), threading.Event())
+        cur.copy_expert(f"COPY ({text}) TO STDOUT", sink, size=1 << 16)
+
+
+# -- the driver side --------------------------------------------------------------------------
+
+class _ChunkCollector:
+    """Stands in for the encoding pool of the standalone runner: the reader thread hands chunks
+    here, with the position after them, into a bounded queue (waiting keeps the connection alive)."""
+
+    workers = 0
+
+    def __init__(self) -> None:
+        self.chunks: queue.Queue[tuple[Chunk, StreamPosition]] = queue.Queue(_QUEUE_CHUNKS)
+        self.reader: StreamingReader | None = None
+        self.stop = threading.Event()
+
+    def start(self, settings: BuilderSettings) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def submit(self, chunk: Chunk) -> Any:
+        assert self.reader is not None
+        item = (chunk, copy.copy(self.reader.position))
+        while not self.stop.is_set():
+            try:
+                self.chunks.put(item, timeout=1.0)
+                break
+            except queue.Full:
+                self.reader._keepalive()
+        return None
+
+
+class PgChangeFeed(ChangeFeed):
+    def __init__(self, config: Configuration, *, snapshot_chunk_rows: int = 100_000) -> None:
+        self.config = config
+        self.connector = PostgresConnector(config)
+        self.settings = self.connector.builder_settings()
+        self.snapshot_chunk_rows = snapshot_chunk_rows
+        self._conn: Any = None
+        self._repl: Any = None
+        self._snapshot_name: str | None = None
+        self._snapshot_lsn: int | None = None
+        self._snapshot_txid: int | None = None
+        self._registry: Any = None
+        self._reader: StreamingReader | None = None
+        self._collector: _ChunkCollector | None = None
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+        self._stop = threading.Event()
+        self._ready: list[tuple[Chunk, StreamPosition]] = []   # read ahead, in order
+        self._reader_start: Offset | None = None
+        self._target_lsn: int | None = None     # Trigger.AvailableNow: read up to here, then stop
+
+    # -- ChangeFeed --------------------------------------------------------------------
+
+    def decoder(self) -> PgWorkDecoder:
+        return PgWorkDecoder(self.settings, connect_kwargs(self.config, application_name="headwater-executor"))
+
+    def initial_offset(self) -> Offset:
+        self._open()
+        c = self.connector
+        slot = read_slot(self._conn, c.slot_name)
+        if c._wants_snapshot(None, slot is not None) and c.snapshot_mode != "no_data":
+            self._take_slot_with_snapshot(slot is not None)
+            return {"phase": PHASE_SNAPSHOT, "lsn_commit": self._snapshot_lsn}
+        if slot is None:
+            created = create_slot(self._replication(), c.slot_name, export_snapshot=False)
+            return {"phase": PHASE_STREAM, **PgOffset(lsn_commit=created.consistent_point).to_dict()}
+        return {"phase": PHASE_STREAM, **PgOffset(lsn_commit=slot.confirmed_flush_lsn or 0).to_dict()}
+
+    def prepare_available_now(self) -> None:
+        """Trigger.AvailableNow: everything committed up to now, then no more batches."""
+        self._open()
+        with self._conn.cursor() as cur:
+            cur.execute("SELECT pg_current_wal_insert_lsn()::text")
+            self._target_lsn = pg.parse_lsn(cur.fetchone()[0])
+
+    def latest(self, start: Offset, max_records: int | None) -> Offset:
+        if start.get("phase") == PHASE_SNAPSHOT:
+            lsn = start["lsn_commit"]
+            done = PgOffset(lsn_commit=lsn, lsn=lsn, snapshot_completed=True).to_dict()
+            return {"phase": PHASE_STREAM, **done}
+        if not self.connector._streams():
+            return start
+        self._ensure_streaming(start)
+        if self._target_lsn is not None and offset_key(start)[0] >= self._target_lsn:
+            return start
+        limit = max_records or 1_000_000
+        count = sum(len(c.messages) for c, _ in self._ready)
+        deadline = time.monotonic() + (0.5 if self._target_lsn is None else 120.0)
+        while count < limit:
+            self._check_reader()
+            if self._target_lsn is not None and not self._ready and self._caught_up():
+                break
+            try:
+                item = self._collector.chunks.get(timeout=0 if self._ready else 0.2)  # type: ignore[union-attr]
+            except queue.Empty:
+                if self._ready or time.monotonic() >= deadline:
+                    break
+                continue
+            self._ready.append(item)
+            count += len(item[0].messages)
+        end = start
+        counted = 0
+        for chunk, after in self._ready:
+            if counted and counted + len(chunk.messages) > limit:
+                break
+            counted += len(chunk.messages)
+            candidate = position_offset(after)
+            if self.settings.provide_transaction_metadata and candidate.get("tx_final_lsn") is not None:
+                continue  # a batch ends between transactions: BEGIN/END counts need whole ones
+            end = candidate
+        return end
+
+    def plan(self, start: Offset, end: Offset) -> list[Any]:
+        if start.get("phase") == PHASE_SNAPSHOT:
+            return self._plan_snapshot(start)
+        if offset_key(end) <= offset_key(start):
+            return []
+        self._ensure_streaming(start)
+        end_key = offset_key(end)
+        work: list[Any] = []
+        while True:
+            if not self._ready:
+                self._check_reader()
+                try:
+                    self._ready.append(self._collector.chunks.get(timeout=1.0))  # type: ignore[union-attr]
+                except queue.Empty:
+                    continue
+            chunk, after = self._ready[0]
+            after_key = offset_key(position_offset(after))
+            if after_key <= end_key:
+                self._ready.pop(0)
+                self._add_work(work, chunk)
+                if after_key == end_key:
+                    return work
+                continue
+            head, tail = _split(chunk, end_key)
+            if head is not None:
+                self._add_work(work, head)
+            self._ready[0] = (tail, after)
+            return work
+
+    def _caught_up(self) -> bool:
+        """AvailableNow: every message before the target LSN was received and handed over (the
+        server's keepalives tell how far it has sent; it sends one when it has nothing more)."""
+        reader, target = self._reader, self._target_lsn
+        assert reader is not None and target is not None and self._collector is not None
+        if reader.position.restart_lsn >= target:
+            return self._collector.chunks.empty()
+        cursor = reader._cursor
+        wal_end = getattr(cursor, "wal_end", 0) or 0 if cursor is not None else 0
+        if wal_end < target or reader.position.xid is not None:
+            return False
+        time.sleep(0.05)  # let the reader hand over what it read before that keepalive
+        return self._collector.chunks.empty() and not reader._chunk
+
+    def commit(self, end: Offset) -> None:
+        if end.get("phase") != PHASE_STREAM:
+            return
+        if self._snapshot_name is not None and end.get("snapshot_completed"):
+            self._release_snapshot()
+        lsn = end.get("lsn_commit")
+        if self._reader is not None and isinstance(lsn, int) and lsn > 0 and self.connector._flush_lsn_enabled():
+            self._reader.acknowledge(lsn)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._collector is not None:
+            self._collector.stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._reader is not None:
+            self._reader.final_feedback()
+        for conn in (self._repl, self._conn):
+            if conn is not None:
+                try:
+                    conn.close()
+                except psycopg2.Error:
+                    pass
+        self._repl = self._conn = None
+
+    # -- set-up ------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        if self._conn is not None:
+            return
+        c = self.connector
+        self._conn = connect(self.config, application_name="headwater-driver")
+        c._check_server(self._conn)
+        catalog = CatalogReader(self._conn)
+        table_ids = c._captured_table_ids(catalog)
+        ensure_publication(self._conn, c.publication, self.config.get("publication.autocreate.mode"),
+                           [t for t, kind in table_ids if kind in ("r", "p")])
+        self._registry = self.settings.registry(catalog)
+
+    def _replication(self) -> Any:
+        if self._repl is None:
+            self._repl = connect(self.config, replication=True, application_name="headwater-stream")
+        return self._repl
+
+    def _take_slot_with_snapshot(self, slot_exists: bool) -> None:
+        """(Re)create the slot with an exported snapshot; the replication connection keeps the
+        snapshot alive until streaming starts."""
+        c = self.connector
+        if slot_exists:
+            drop_slot(self._conn, c.slot_name)
+        created = create_slot(self._replication(), c.slot_name, export_snapshot=True)
+        self._snapshot_name = created.snapshot_name
+        self._snapshot_lsn = created.consistent_point
+        with self._conn.cursor() as cur:
+            cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            cur.execute("SET TRANSACTION SNAPSHOT %s", (created.snapshot_name,))
+            cur.execute("SELECT txid_snapshot_xmax(txid_current_snapshot())")
+            self._snapshot_txid = cur.fetchone()[0]
+            cur.execute("COMMIT")
+        log.info("created replication slot %s at %s with an exported snapshot", c.slot_name,
+                 format_lsn(created.consistent_point))
+
+    def _release_snapshot(self) -> None:
+        self._snapshot_name = None
+
+    # -- snapshot ----------------------------------------------------------------------
+
+    def _plan_snapshot(self, start: Offset) -> list[SnapshotWork]:
+        self._open()
+        if self._snapshot_name is None or self._snapshot_lsn != start.get("lsn_commit"):
+            # a restart inside the snapshot: its exported snapshot died with the old driver, so
+            # the snapshot is taken again from a new slot (as Debezium redoes an unfinished one)
+            log.warning("the snapshot at %s did not complete; taking it again from a new slot",
+                        format_lsn(start.get("lsn_commit") or 0))
+            self._take_slot_with_snapshot(read_slot(self._conn, self.connector.slot_name) is not None)
+        c = self.connector
+        catalog = CatalogReader(self._conn)
+        table_ids = c._captured_table_ids(catalog)
+        oids = [catalog.oid_of(t) for t, _ in table_ids]
+        tables = self._registry.load([o for o in oids if o is not None])
+        ordered = sorted(tables.values(), key=c._snapshot_order)
+        include = self.config.get("snapshot.include.collection.list") or []
+        if include:
+            import re
+
+            patterns = [re.compile(p, re.IGNORECASE) for p in include]
+            ordered = [t for t in ordered if any(p.fullmatch(t.collection) for p in patterns)]
+        overrides = {}
+        for name in self.config.get("snapshot.select.statement.overrides") or []:
+            stmt = self.config.raw.get(f"snapshot.select.statement.overrides.{name}")
+            if stmt:
+                overrides[name] = stmt
+        conn = self._conn
+        conn.autocommit = False
+        try:
+            with conn.cursor() as cur:
+                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                cur.execute("SET TRANSACTION SNAPSHOT %s", (self._snapshot_name,))
+            plans = [(t, self._chunk_bounds(conn, t, overrides.get(t.collection))) for t in ordered]
+            conn.rollback()
+        except psycopg2.Error as exc:
+            conn.rollback()
+            raise connection_error("planning the snapshot failed", exc) from None
+        finally:
+            conn.autocommit = True
+        non_empty = [i for i, (_, (rows, _)) in enumerate(plans) if rows != 0]
+        last_index = len(plans) - 1
+        work: list[SnapshotWork] = []
+        for index, (captured, (_, bounds)) in enumerate(plans):
+            for n, (lower, upper, blocks) in enumerate(bounds):
+                work.append(SnapshotWork(
+                    table=captured.table, raw_columns=captured.raw_columns, table_index=index, chunk_index=n,
+                    first_table=index == 0,
+                    # Debezium forces "last" onto the snapshot's very last record, even when
+                    # empty tables follow
+                    last_table=index == (non_empty[-1] if non_empty else last_index),
+                    first_chunk=n == 0, last_chunk=n == len(bounds) - 1,
+                    key_columns=tuple(captured.table.primary_key) if blocks is None else (),
+                    lower=lower, upper=upper, blocks=blocks, override=overrides.get(captured.collection),
+                    snapshot_name=self._snapshot_name or "", lsn=self._snapshot_lsn or 0,
+                    txid=self._snapshot_txid or 0))
+        return work
+
+    def _chunk_bounds(self, conn: Any, captured: CapturedTable, override: str | None
+                      ) -> tuple[int, list[tuple[tuple[str, ...] | None, tuple[str, ...] | None,
+                                              tuple[int, int] | None]]]:
+        """(row count, chunks) of a table: key ranges every `snapshot_chunk_rows` keys, ctid block
+        ranges for a table without a key, one chunk for a small table or a custom SELECT."""
+        table_id = captured.table.id
+        ident = sql.Identifier(table_id.schema or "public", table_id.table)
+        size = self.snapshot_chunk_rows
+        with conn.cursor() as cur:
+            cur.execute(sql.SQL("SELECT count(*) FROM {}").format(ident))
+            rows = cur.fetchone()[0]
+            if override or rows <= size:
+                return rows, [(None, None, None)]
+            key = list(captured.table.primary_key)
+            if not key:
+                cur.execute("SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int",
+                            (sql.Identifier(table_id.schema or "public", table_id.table).as_string(conn),))
+                blocks = cur.fetchone()[0] + 1
+                per = max(1, blocks * size // max(rows, 1))
+                edges = [*range(0, blocks, per), blocks + 1]
+                return rows, [(None, None, (lo, hi)) for lo, hi in itertools.pairwise(edges)]
+            cols = sql.SQL(", ").join(sql.Identifier(c) for c in key)
+            text_cols = sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in key)
+            cur.execute(sql.SQL(
+                "SELECT {text_cols} FROM (SELECT {cols}, row_number() OVER (ORDER BY {cols}) AS rn FROM {t}) s "
+                "WHERE rn % {n} = 0 ORDER BY rn").format(text_cols=text_cols, cols=cols, t=ident,
+                                                        n=sql.Literal(size)))
+            edges: list[tuple[str, ...] | None] = [None, *[tuple(r) for r in cur.fetchall()], None]
+        return rows, [(lo, hi, None) for lo, hi in itertools.pairwise(edges)]
+
+    # -- streaming ---------------------------------------------------------------------
+
+    def _ensure_streaming(self, start: Offset) -> None:
+        if self._reader is not None:
+            return
+        self._open()
+        c = self.connector
+        if self._snapshot_name is not None:
+            self._release_snapshot()
+        slot = read_slot(self._conn, c.slot_name)
+        if slot is None:
+            raise c._vanished_slot_error(PgOffset.from_dict(_pg_part(start)))
+        collector = _ChunkCollector()
+        position = StreamPosition.resume(PgOffset.from_dict(_pg_part(start)))
+        reader = StreamingReader(
+            repl_conn=self._replication(), registry=self._registry, settings=self.settings, slot_name=c.slot_name,
+            publication=c.publication, status_interval_s=max(self.config.get("status.update.interval.ms") / 1000, 1.0),
+            flush_lsn_to_server=c._flush_lsn_enabled(), emit=lambda items: None, position=position,
+            pool=collector, spools=c._stream_spools(), server_version=c._server_version)
+        collector.reader = reader
+        self._collector, self._reader, self._reader_start = collector, reader, start
+        reader.start()
+        self._thread = threading.Thread(target=self._run_reader, name="headwater-feed", daemon=True)
+        self._thread.start()
+        log.info("streaming from slot %s at %s", c.slot_name, format_lsn(start.get("lsn_commit") or 0))
+
+    def _run_reader(self) -> None:
+        try:
+            assert self._reader is not None
+            self._reader.run(self._stop)
+        except BaseException as exc:  # handed to the caller of latest()/plan()
+            self._failure = exc
+
+    def _check_reader(self) -> None:
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            if isinstance(failure, ConnectorError):
+                raise self.connector._explain_stream_failure(failure)
+            raise failure
+
+    def _add_work(self, work: list[Any], chunk: Chunk) -> None:
+        if not chunk.messages:
+            return
+        if self.settings.provide_transaction_metadata and work:
+            # whole transactions stay together, so BEGIN/END counts are right
+            last = work[-1].chunk
+            if last.position.final_lsn is not None or _ends_inside_tx(last):
+                last.messages.extend(chunk.messages)
+                last.relations.update(chunk.relations)
+                return
+        work.append(StreamWork(chunk))
+
+
+def _ends_inside_tx(chunk: Chunk) -> bool:
+    pos = copy.copy(chunk.position)
+    for payload, lsn in chunk.messages:
+        advance(pos, payload, lsn)
+    return pos.final_lsn is not None
+
+
+def _split(chunk: Chunk, end_key: tuple[int, int]) -> tuple[Chunk | None, Chunk]:
+    """Cut a chunk where the position reaches `end_key` (a restart reads the same messages in
+    chunks of other sizes than the batch that logged the offset)."""
+    pos = copy.copy(chunk.position)
+    for i, (payload, lsn) in enumerate(chunk.messages):
+        advance(pos, payload, lsn)
+        key = offset_key(position_offset(pos))
+        if key == end_key:
+            head = Chunk(chunk.position, chunk.messages[: i + 1], dict(chunk.relations))
+            return head, Chunk(copy.copy(pos), chunk.messages[i + 1:], dict(chunk.relations))
+        if key > end_key:
+            raise ConnectorError(f"the stream moved past the checkpointed position {end_key} without reaching it; "
+                                 "the slot no longer holds the changes of the batch being replayed")
+    return chunk, Chunk(copy.copy(pos), [], dict(chunk.relations))
+
+
+def _pg_part(offset: Offset) -> dict[str, Any]:
+    return {k: v for k, v in offset.items() if k != "phase"}
+
+
+__all__ = ["PgChangeFeed", "PgWorkDecoder", "SnapshotWork", "StreamWork", "offset_key"]

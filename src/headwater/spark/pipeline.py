@@ -1,0 +1,266 @@
+"""`headwater pipeline PIPELINE.yaml`: database → the headwater source → sinks, on Spark.
+
+A pipeline file::
+
+    source:                      # connector properties, as for `headwater run`
+      connector.class: io.debezium.connector.postgresql.PostgresConnector
+      database.hostname: 127.0.0.1
+      database.dbname: inventory
+      topic.prefix: dbserver1
+      maxRowsPerBatch: 200000    # options of the Spark source (see headwater.spark.source)
+    sinks:
+      - type: delta              # current-state tables + change logs
+        path: lake
+      - type: jsonl              # one file per topic per micro-batch
+        path: topics
+      - type: kafka
+        bootstrap.servers: 127.0.0.1:9092
+    trigger: {processingTime: 1 second}   # or {availableNow: true}
+    checkpoint: checkpoint       # Spark's checkpoint: the connector's offsets live here
+    spark:
+      master: local[*]           # ignored under spark-submit, which sets the master
+      conf: {spark.sql.shuffle.partitions: "8"}
+
+Relative paths are relative to the pipeline file. Every micro-batch goes to every sink in the
+order listed (the batch is cached once); Spark commits the batch after all sinks returned, and
+only then does the source acknowledge the position to the database.
+
+Under `spark-submit`, run this module as the application (see docs/spark.md)::
+
+    spark-submit --master spark://host:7077 "$(python -m headwater.spark.pipeline --path)" PIPELINE.yaml
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from headwater.config import ConfigError
+
+log = logging.getLogger(__name__)
+
+SINK_TYPES = ("delta", "jsonl", "kafka")
+_TRIGGERS = ("processingTime", "availableNow", "once")
+
+
+@dataclass
+class SinkSpec:
+    type: str
+    options: dict[str, str]
+
+
+@dataclass
+class PipelineSpec:
+    source: dict[str, str]
+    sinks: list[SinkSpec]
+    checkpoint: Path
+    trigger: dict[str, Any] = field(default_factory=lambda: {"processingTime": "1 second"})
+    master: str | None = None
+    conf: dict[str, str] = field(default_factory=dict)
+    app_name: str = "headwater-pipeline"
+    base_dir: Path = field(default_factory=Path.cwd)
+
+    def resolve(self, path: str) -> Path:
+        p = Path(os.path.expanduser(path))
+        return p if p.is_absolute() else (self.base_dir / p)
+
+
+def _strings(mapping: Any, where: str) -> dict[str, str]:
+    if mapping is None:
+        return {}
+    if not isinstance(mapping, Mapping):
+        raise ConfigError([f"{where}: expected a mapping of names to values, got {type(mapping).__name__}"])
+    out = {}
+    for k, v in mapping.items():
+        out[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
+    return out
+
+
+def parse_pipeline(data: Any, base_dir: Path, source: str = "pipeline") -> PipelineSpec:
+    """Validate a pipeline document; every problem is reported at once."""
+    problems: list[str] = []
+    if not isinstance(data, Mapping):
+        raise ConfigError([f"{source}: expected a mapping with source, sinks, checkpoint"])
+    unknown = sorted(set(data) - {"source", "sinks", "checkpoint", "trigger", "spark", "name"})
+    if unknown:
+        problems.append(f"unknown keys {', '.join(unknown)} (expected source, sinks, checkpoint, trigger, spark, name)")
+    src = data.get("source")
+    if not isinstance(src, Mapping) or not src:
+        problems.append("source: the connector properties are missing")
+    sinks: list[SinkSpec] = []
+    raw_sinks = data.get("sinks")
+    if not isinstance(raw_sinks, list) or not raw_sinks:
+        problems.append(f"sinks: expected a list of sinks, each with a type ({', '.join(SINK_TYPES)})")
+        raw_sinks = []
+    for i, s in enumerate(raw_sinks):
+        if not isinstance(s, Mapping) or s.get("type") not in SINK_TYPES:
+            problems.append(f"sinks[{i}]: expected a mapping with type one of {', '.join(SINK_TYPES)}")
+            continue
+        options = _strings({k: v for k, v in s.items() if k != "type"}, f"sinks[{i}]")
+        if s["type"] in ("delta", "jsonl") and "path" not in options:
+            problems.append(f"sinks[{i}] ({s['type']}): path is required")
+        if s["type"] == "kafka" and "bootstrap.servers" not in options:
+            problems.append(f"sinks[{i}] (kafka): bootstrap.servers is required")
+        sinks.append(SinkSpec(s["type"], options))
+    checkpoint = data.get("checkpoint")
+    if not isinstance(checkpoint, str) or not checkpoint:
+        problems.append("checkpoint: a directory for Spark's checkpoint is required (it holds the offsets)")
+    trigger = data.get("trigger", {"processingTime": "1 second"})
+    if not isinstance(trigger, Mapping) or len(trigger) != 1 or next(iter(trigger)) not in _TRIGGERS:
+        problems.append(f"trigger: expected one of {{processingTime: <interval>}}, {{availableNow: true}}, "
+                        f"{{once: true}}, got {trigger!r}")
+    spark = data.get("spark") or {}
+    if not isinstance(spark, Mapping):
+        problems.append("spark: expected a mapping (master, conf)")
+        spark = {}
+    if problems:
+        raise ConfigError(problems, source=source)
+    return PipelineSpec(
+        source=_strings(src, "source"), sinks=sinks, checkpoint=Path(str(checkpoint)), trigger=dict(trigger),
+        master=str(spark["master"]) if spark.get("master") else None, conf=_strings(spark.get("conf"), "spark.conf"),
+        app_name=str(data.get("name") or "headwater-pipeline"), base_dir=base_dir)
+
+
+def load_pipeline(path: str | Path) -> PipelineSpec:
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except OSError as exc:
+        raise ConfigError([f"cannot read pipeline file {p}: {exc.strerror}"]) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"pipeline file {p} is not valid YAML: {exc}"]) from None
+    spec = parse_pipeline(data, p.resolve().parent, source=str(p))
+    from headwater.config import from_properties
+    from headwater.spark.source import SourceSettings
+
+    # the connector properties are checked here, before Spark starts (the source checks again)
+    from_properties(SourceSettings.from_options(spec.source).connector_properties)
+    return spec
+
+
+def build_sinks(spec: PipelineSpec, spark: Any) -> list[Any]:
+    sinks: list[Any] = []
+    for s in spec.sinks:
+        options = dict(s.options)
+        if s.type == "jsonl":
+            from headwater.spark.sinks.jsonl import JsonlSink
+
+            sinks.append(JsonlSink(spec.resolve(options.pop("path"))))
+        elif s.type == "delta":
+            from headwater.spark.sinks.delta import DeltaSink
+
+            sinks.append(DeltaSink(spark, str(spec.resolve(options.pop("path"))), options=options))
+        elif s.type == "kafka":
+            from headwater.spark.sinks.kafka import KafkaSink
+
+            sinks.append(KafkaSink(spark, options.pop("bootstrap.servers"), options))
+    return sinks
+
+
+BatchObserver = Callable[[Any, int], None]
+
+
+class Pipeline:
+    """A running pipeline: ``start()``, then ``await_termination()`` or ``stop()``."""
+
+    def __init__(self, spec: PipelineSpec, spark: Any | None = None,
+                 observers: list[BatchObserver] | None = None) -> None:
+        from headwater.spark.session import build_session
+
+        self.spec = spec
+        self.spark = spark or build_session(spec.app_name, master=spec.master, conf=spec.conf)
+        self.sinks = build_sinks(spec, self.spark)
+        self.observers = list(observers or [])
+        self.query: Any = None
+
+    def _write(self, batch: Any, batch_id: int) -> None:
+        batch = batch.persist()
+        try:
+            for sink in self.sinks:
+                sink.write(batch, batch_id)
+            for observe in self.observers:
+                observe(batch, batch_id)
+        finally:
+            batch.unpersist()
+
+    def start(self) -> Pipeline:
+        spec = self.spec
+        stream = self.spark.readStream.format("headwater").options(**spec.source).load()
+        self.query = (stream.writeStream.foreachBatch(self._write)
+                      .option("checkpointLocation", str(spec.resolve(str(spec.checkpoint))))
+                      .queryName(spec.app_name).trigger(**spec.trigger).start())
+        return self
+
+    def await_termination(self, timeout: float | None = None) -> bool:
+        """Wait for the query to end (raises its failure); False when `timeout` passed first."""
+        if timeout is None:
+            self.query.awaitTermination()
+            return True
+        return bool(self.query.awaitTermination(timeout))
+
+    def stop(self) -> None:
+        if self.query is not None and self.query.isActive:
+            self.query.stop()
+
+
+def run_pipeline(path: str | Path) -> int:
+    """Run until the trigger ends it (availableNow / once) or SIGTERM / Ctrl-C; 0 on success."""
+    spec = load_pipeline(path)
+    pipeline = Pipeline(spec).start()
+    stopping = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if not stopping.is_set():
+            stopping.set()
+            log.info("signal %d: stopping the pipeline after the current micro-batch", signum)
+            threading.Thread(target=pipeline.stop, daemon=True).start()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    try:
+        pipeline.await_termination()
+    except Exception as exc:  # the query failed: Spark's message names the cause
+        print(f"headwater pipeline: the streaming query failed: {_first_line(exc)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc)
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(("headwater.", "ConnectorError", "ConfigError")) or "Error:" in line:
+            return line
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for `spark-submit …/pipeline.py PIPELINE.yaml`."""
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--path"]:  # where this file is, for spark-submit
+        print(os.path.abspath(__file__))
+        return 0
+    if len(args) != 1:
+        print("usage: pipeline.py PIPELINE.yaml", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    try:
+        return run_pipeline(args[0])
+    except ConfigError as exc:
+        print(f"headwater pipeline: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

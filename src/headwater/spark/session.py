@@ -1,0 +1,80 @@
+"""Building the SparkSession Headwater's pipeline runs in: Delta Lake and Spark's Kafka connector on
+the classpath, Python workers running this interpreter, quiet logs.
+
+Jars come from ``.jars/spark`` (fetched from Maven Central by ``scripts/fetch_jars.sh``) or the
+directory in ``HEADWATER_SPARK_JARS``; without either, Spark resolves the same Maven coordinates
+itself (``spark.jars.packages``, from Maven Central into ~/.ivy2).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# must match scripts/maven/spark-jars.pom.xml and the pyspark / delta-spark pins in pyproject.toml
+MAVEN_PACKAGES = ("io.delta:delta-spark_2.13:4.4.0", "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0")
+JARS_ENV = "HEADWATER_SPARK_JARS"
+
+DEFAULT_CONF: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    # Python workers decode replication messages; they must see this interpreter's packages
+    "spark.pyspark.python": sys.executable,
+    "spark.pyspark.driver.python": sys.executable,
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+def jars_dir() -> Path | None:
+    """The directory of extra jars, or None when Spark should resolve the Maven packages itself."""
+    configured = os.environ.get(JARS_ENV)
+    if configured:
+        path = Path(configured)
+        if not path.is_dir():
+            raise FileNotFoundError(f"{JARS_ENV}={configured}: no such directory (expected the jars of "
+                                    "scripts/maven/spark-jars.pom.xml)")
+        return path
+    repo_jars = Path(__file__).resolve().parents[3] / ".jars" / "spark"  # an editable checkout
+    return repo_jars if any(repo_jars.glob("*.jar")) else None
+
+
+def classpath_conf() -> dict[str, str]:
+    directory = jars_dir()
+    if directory is None:
+        return {"spark.jars.packages": ",".join(MAVEN_PACKAGES)}
+    return {"spark.jars": ",".join(str(p) for p in sorted(directory.glob("*.jar")))}
+
+
+def under_spark_submit() -> bool:
+    """True when spark-submit started this Python (it then owns the master and the deploy mode)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(app_name: str = "headwater", master: str | None = None,
+                  conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A SparkSession for Headwater: ``master`` (default ``local[*]``; under spark-submit, spark-submit's
+    master wins), ``conf`` over the defaults. Registers the ``headwater`` data source."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if not under_spark_submit():
+        builder = builder.master(master or "local[*]")
+    settings = {**DEFAULT_CONF, **classpath_conf(), **(conf or {})}
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    from headwater.spark.source import register
+
+    register(spark)
+    return spark

@@ -1,0 +1,1 @@
+"""Destinations for the records of the headwater Spark source (used from foreachBatch)."""

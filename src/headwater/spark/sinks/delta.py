@@ -1,0 +1,588 @@
+"""Delta Lake tables from the headwater Spark source: a current-state table and a change log per topic.
+
+``DeltaSink(spark, path).write(batch_df, batch_id)`` (a ``foreachBatch`` destination) takes the
+data-change records of a micro-batch (``op`` c/u/d/r/t; heartbeats, transaction metadata, logical
+messages and tombstones are skipped) and, for every topic in it, keeps:
+
+- ``<path>/<topic>`` — the **current state**: one row per key, the table's columns plus
+  ``__headwater_position`` / ``__headwater_op`` / ``__headwater_ts_ms`` (the source position, op and
+  commit time of the event the row comes from). Updated by one ``MERGE`` per batch. Only for
+  topics whose records have a key (a primary key, or ``message.key.columns``): keyless tables go
+  to the change log only.
+- ``<path>/<topic>__changelog`` — the **change log**: every event appended, with ``position``,
+  ``op``, ``source_ts_ms`` and ``commit_time`` (source.ts_ms), ``tx_id`` (source.txId), ``lsn``,
+  ``snapshot``, ``key``, ``before``/``after``/``source``/``transaction`` as structs, the event's
+  ``ts_ms`` and the ``batch_id`` that wrote it.
+
+Decoding: the value's Connect schema (``value.converter.schemas.enable=true`` is required) gives
+the columns; it is read once per distinct schema per batch, then every record is parsed with
+``from_json`` and converted with SQL expressions (see :mod:`headwater.spark.sinks.connect_types`).
+
+Current state, per batch and topic:
+
+1. The last truncate ``t`` of the batch deletes every stored row whose position is older than it;
+   events before it in the batch are dropped (whatever they did, the truncate undid).
+2. The remaining events are reduced to the latest per key (by position); a delete wins if it is
+   the latest. A primary-key change arrives as a delete of the old key and a create of the new one.
+3. ``MERGE`` on the key: the event applies only when its position is newer than the stored
+   ``__headwater_position`` — delete if ``d``, else update/insert from ``after``.
+4. Unchanged-TOAST placeholders (``unavailable.value.placeholder``) never overwrite a value: a
+   column takes the newest non-placeholder value of the batch, else keeps what is stored.
+5. Columns new in the source schema are added to the table first (``ALTER TABLE … ADD COLUMNS``);
+   dropped columns stay (NULL in rows inserted afterwards).
+
+Exactly-once per batch: every commit carries Delta's idempotent-write id (``txnAppId`` =
+``headwater-delta:<streaming query id>:<step>``, ``txnVersion`` = batch id), so a batch Spark
+replays after a crash skips the tables it already wrote. The position guard makes re-applying
+older events harmless as well, with one limit: rows are deleted physically, so re-applying an
+old *insert* after its row was deleted by a later, committed batch would bring the row back.
+Spark never replays a committed batch, so this only matters if a checkpoint is reset while the
+tables are kept — start such a run with a fresh table directory.
+
+Options (``options=`` or the pipeline's sink entry): ``unavailable.value.placeholder`` (as set
+on the connector), ``decimal.format`` (``base64``/``numeric``, as ``value.converter.decimal.format``),
+``changelog`` / ``current`` (``true``/``false``: write either kind of table), ``txn.app.id``
+(replaces the streaming query id in the transaction ids), ``table.prefix`` (also register the
+tables in the session catalog as ``<prefix><topic>``, non-alphanumerics as ``_``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from headwater.config import ConfigError
+from headwater.spark.sinks import connect_types as ct
+from headwater.spark.sinks.connect_types import quote, sql_string
+from headwater.spark.sinks.jsonl import topic_directory
+
+log = logging.getLogger(__name__)
+
+DATA_OPS = ("c", "u", "d", "r", "t")
+POSITION = "__headwater_position"
+OP = "__headwater_op"
+TS_MS = "__headwater_ts_ms"
+CHANGELOG_SUFFIX = "__changelog"
+KEY_PROPERTY = "headwater.key.columns"
+DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
+DEFAULT_APP_ID = "headwater-delta"
+OPTIONS = ("unavailable.value.placeholder", "decimal.format", "value.converter.decimal.format", "changelog",
+           "current", "txn.app.id", "table.prefix")
+_TXN_APP = "spark.databricks.delta.write.txnAppId"
+_TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+# characters Delta accepts in column names only with column mapping
+_SPECIAL = re.compile(r"[ ,;{}()\n\t=]")
+
+
+@dataclass
+class _Summary:
+    """What the first pass over a batch found for one topic."""
+
+    topic: str
+    schemas: list[ct.Schema] = field(default_factory=list)  # envelope schemas, oldest first
+    last_truncate: str | None = None
+    events: int = 0  # c/u/d/r
+    updates: int = 0  # u: only updates carry unchanged-TOAST placeholders
+    keyed: bool = False  # some c/u/d/r record has a key
+
+
+@dataclass
+class _Table:
+    """What the sink knows of a current-state table (cached per sink)."""
+
+    columns: dict[str, Any]  # name → Spark type
+    keys: list[str]
+    mapped: bool  # column mapping on (any column name allowed)
+    empty: bool = False  # created by this sink and never written: the first write can append
+
+
+@dataclass
+class _Topic:
+    """A topic's merged schemas for this batch."""
+
+    row: ct.Schema  # the before/after struct
+    source: ct.Schema | None
+    transaction: ct.Schema | None
+    key_fields: list[ct.Schema]  # the key's fields, typed
+    key_wrapped: bool  # key JSON carries {"schema","payload"}
+
+
+def _flag(options: dict[str, str], name: str, default: bool) -> bool:
+    raw = options.pop(name, None)
+    if raw is None:
+        return default
+    if raw.strip().lower() in ("true", "false"):
+        return raw.strip().lower() == "true"
+    raise ConfigError([f"delta sink option {name}={raw!r}: expected true or false"])
+
+
+class DeltaSink:
+    """`foreachBatch` destination: ``DeltaSink(spark, path).write(batch_df, batch_id)``."""
+
+    def __init__(self, spark: Any, path: str, *, table_prefix: str | None = None,
+                 options: Mapping[str, str] = {}) -> None:
+        opts = {str(k): str(v) for k, v in options.items()}
+        unknown = sorted(set(opts) - set(OPTIONS))
+        if unknown:
+            raise ConfigError([f"delta sink: unknown option(s) {', '.join(unknown)} (known: {', '.join(OPTIONS)})"])
+        self.spark = spark
+        self.path = _absolute(path)
+        placeholder = opts.pop("unavailable.value.placeholder", DEFAULT_PLACEHOLDER)
+        self.placeholder = bytes.fromhex(placeholder[4:]) if placeholder.startswith("hex:") else placeholder.encode()
+        fmt = opts.pop("decimal.format", None) or opts.pop("value.converter.decimal.format", "base64")
+        self.decimal_format = fmt.strip().lower()
+        if self.decimal_format not in ("base64", "numeric"):
+            raise ConfigError([f"delta sink option decimal.format={fmt!r}: expected base64 or numeric"])
+        self.changelog = _flag(opts, "changelog", True)
+        self.current = _flag(opts, "current", True)
+        self.app_id = opts.pop("txn.app.id", None)
+        self.table_prefix = table_prefix if table_prefix is not None else opts.pop("table.prefix", None)
+        self._tables: dict[str, _Table | None] = {}
+        # per topic: the schema prefixes seen (value: text up to ',"payload":' → envelope schema;
+        # key: → (key fields, wrapped)); None as prefix: any key (keys without schemas)
+        self._value_forms: dict[str, list[tuple[str | None, Any]]] = {}
+        self._key_forms: dict[str, list[tuple[str | None, Any]]] = {}
+        self._registered: set[str] = set()
+        self.timings: dict[str, float] = {}  # seconds spent per step, summed over batches
+
+    @contextmanager
+    def _timed(self, step: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed = time.perf_counter() - started
+            self.timings[step] = self.timings.get(step, 0.0) + elapsed
+            log.debug("delta sink: %s took %.2f s", step, elapsed)
+
+    def __repr__(self) -> str:
+        return f"DeltaSink({self.path!r})"
+
+    # -- layout ---------------------------------------------------------------------------------
+
+    def table_path(self, topic: str) -> str:
+        return f"{self.path}/{topic_directory(topic)}"
+
+    def changelog_path(self, topic: str) -> str:
+        return f"{self.path}/{topic_directory(topic)}{CHANGELOG_SUFFIX}"
+
+    # -- the batch ------------------------------------------------------------------------------
+
+    def write(self, batch: Any, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        session = batch.sparkSession
+        data = batch.filter(F.col("op").isin(*DATA_OPS) & F.col("value").isNotNull())
+        with self._timed("summary"):
+            summaries = self._summaries(data)
+        if not summaries:
+            return
+        app = self._app_id(session)
+        for topic in sorted(summaries):
+            self._write_topic(session, data.filter(F.col("topic") == topic), summaries[topic], batch_id, app)
+
+    def _app_id(self, session: Any) -> str:
+        if self.app_id:
+            return self.app_id
+        # stable across restarts from the same checkpoint; a new checkpoint gets a new id, so its
+        # batch ids (from 0 again) are not mistaken for ones already written
+        query = session.sparkContext.getLocalProperty("sql.streaming.queryId")
+        return f"{DEFAULT_APP_ID}:{query}" if query else DEFAULT_APP_ID
+
+    def _summaries(self, data: Any) -> dict[str, _Summary]:
+        """Per topic: event counts, the last truncate, and the value/key schemas in the batch.
+
+        The JSON converter writes ``{"schema":…,"payload":…}`` with the same schema text for every
+        record of a table version, so a record's schema is recognised by a prefix comparison
+        (memcmp) against the schemas already seen. Records with an unknown prefix are rare (a new
+        topic or a schema change): one of them is fetched and decoded on the driver, then the pass
+        is repeated until every record is known. Searching or parsing each record's JSON here would
+        cost more than decoding the batch."""
+        from pyspark.sql import functions as F
+
+        op, value, key = F.col("op"), F.col("value"), F.col("key")
+        keyed_event = key.isNotNull() & (op != "t")
+        for _ in range(1000):  # each round learns at least one schema: a bound against a bug looping
+            value_known = self._known_expr(self._value_forms, value)
+            key_known = self._known_expr(self._key_forms, key)
+            rows = (data.groupBy("topic")
+                    .agg(F.count(F.when(op != "t", F.lit(1))).alias("events"),
+                         F.count(F.when(op == "u", F.lit(1))).alias("updates"),
+                         F.count(F.when(op == "t", F.lit(1))).alias("truncates"),
+                         F.count(F.when(keyed_event, F.lit(1))).alias("keyed"),
+                         F.count(F.when(~value_known, F.lit(1))).alias("unknown_values"),
+                         F.count(F.when(keyed_event & ~key_known, F.lit(1))).alias("unknown_keys"))
+                    .collect())
+            unknown = [r["topic"] for r in rows if r["unknown_values"] or r["unknown_keys"]]
+            if not unknown:
+                break
+            for topic in unknown:
+                sample = (data.filter((F.col("topic") == topic)
+                                      & (~value_known | (keyed_event & ~key_known)))
+                          .select("value", "key", "op").limit(1).collect())
+                if sample:
+                    self._learn(topic, sample[0]["value"], sample[0]["key"] if sample[0]["op"] != "t" else None)
+        else:
+            raise RuntimeError("delta sink: the record schemas of a batch could not be identified")
+        summaries: dict[str, _Summary] = {}
+        for r in rows:
+            topic = r["topic"]
+            summaries[topic] = _Summary(topic, [schema for _, schema in self._value_forms.get(topic, [])],
+                                        events=r["events"], updates=r["updates"], keyed=r["keyed"] > 0)
+        if any(r["truncates"] for r in rows):
+            for r in data.filter(op == "t").groupBy("topic").agg(F.max("position").alias("last")).collect():
+                summaries[r["topic"]].last_truncate = r["last"]
+        return summaries
+
+    @staticmethod
+    def _known_expr(forms: dict[str, list[tuple[str | None, Any]]], column: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        known: Any = F.lit(False)
+        for topic, entries in forms.items():
+            test: Any = F.lit(False)
+            for prefix, _ in entries:
+                test = test | (column.isNotNull() if prefix is None else column.startswith(prefix))
+            known = F.when(F.col("topic") == topic, test).otherwise(known)
+        return known
+
+    def _learn(self, topic: str, value: str | None, key: str | None) -> None:
+        """Remember the schema prefix of this record's value (and key)."""
+        if value is not None:
+            schema, prefix = _schema_prefix(value)
+            if schema is None:
+                raise ConfigError([
+                    f"delta sink: the records of topic {topic!r} carry no value schema; the Delta sink "
+                    "needs the Connect schema in every value (value.converter.schemas.enable=true, the "
+                    "default) to know the columns and their types"])
+            forms = self._value_forms.setdefault(topic, [])
+            if all(p != prefix for p, _ in forms):
+                forms.append((prefix, schema))
+        if key is not None:
+            schema, prefix = _schema_prefix(key)
+            forms = self._key_forms.setdefault(topic, [])
+            if schema is not None:
+                fields = list(schema.get("fields") or [])
+                entry: tuple[str | None, Any] = (prefix, (fields, True))
+            else:  # key.converter.schemas.enable=false: the names from the JSON object, types from the row
+                names = list(json.loads(key)) if key.startswith("{") else []
+                entry = (None, (names, False))
+            if all(p != entry[0] for p, _ in forms):
+                forms.append(entry)
+
+    # -- one topic ------------------------------------------------------------------------------
+
+    def _topic(self, summary: _Summary, table: _Table | None) -> _Topic:
+        def part(envelope: ct.Schema, name: str) -> ct.Schema | None:
+            f = ct.field(envelope, name)
+            return f if f is not None and f.get("type") == "struct" else None
+
+        rows = [r for r in (part(e, "after") or part(e, "before") for e in summary.schemas) if r is not None]
+        if not rows:
+            raise ct.SchemaError(f"topic {summary.topic!r}: the value schema has no before/after struct; "
+                                 "is it a Debezium change event?")
+        row = ct.merge_structs(rows)
+        sources = [s for s in (part(e, "source") for e in summary.schemas) if s is not None]
+        txs = [s for s in (part(e, "transaction") for e in summary.schemas) if s is not None]
+        key_fields: list[ct.Schema] = []
+        wrapped = True
+        forms = self._key_forms.get(summary.topic)
+        if summary.keyed and forms:
+            described, wrapped = forms[-1][1]  # the newest key schema
+            if wrapped:
+                key_fields = described
+            else:
+                key_fields = [ct.field(row, name) or {"type": "string", "field": name} for name in described]
+            if table is not None and table.keys and [f["field"] for f in key_fields] != table.keys:
+                log.warning("delta table for topic %s: the key changed from %s to %s; merging on the new key",
+                            summary.topic, table.keys, [f["field"] for f in key_fields])
+        return _Topic(row, ct.merge_structs(sources) if sources else None, txs[-1] if txs else None,
+                      key_fields, wrapped)
+
+    def _write_topic(self, session: Any, events: Any, summary: _Summary, batch_id: int, app: str) -> None:
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        table_path = self.table_path(summary.topic)
+        table = self._table(session, table_path) if self.current else None
+        topic = self._topic(summary, table)
+        fmt = self.decimal_format
+        row_type = ct.json_type(topic.row, fmt)
+        payload = [StructField("before", row_type), StructField("after", row_type), StructField("ts_ms", LongType())]
+        if topic.source is not None:
+            payload.append(StructField("source", ct.json_type(topic.source, fmt)))
+        if topic.transaction is not None:
+            payload.append(StructField("transaction", ct.json_type(topic.transaction, fmt)))
+        value_type = StructType([StructField("payload", StructType(payload))])
+        key_struct = StructType([StructField(f["field"], ct.json_type(f, fmt)) for f in topic.key_fields])
+        key_type = StructType([StructField("payload", key_struct)]) if topic.key_wrapped else key_struct
+        parsed = events.select(
+            "position", "op", "ts_ms",
+            (F.from_json("key", key_type).alias("k") if topic.key_fields else F.lit(None).alias("k")),
+            F.from_json("value", value_type)["payload"].alias("v"))
+        if topic.key_fields and topic.key_wrapped:
+            parsed = parsed.withColumn("k", F.col("k")["payload"])
+        # keyless topics go to the change log only; a batch of only truncates has no key to see
+        current = self.current and (bool(topic.key_fields) or table is not None)
+        both = self.changelog and current and bool(topic.key_fields)
+        if both:  # parsed once, read by both writes
+            parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            if self.changelog:
+                with self._timed("changelog"):
+                    self._append_changelog(session, parsed, topic, summary, batch_id, app)
+            if current:
+                with self._timed("current"):
+                    self._apply_current(session, parsed, topic, summary, table, table_path, batch_id, app)
+        finally:
+            if both:
+                parsed.unpersist()
+
+    # -- change log ----------------------------------------------------------------------------
+
+    def _append_changelog(self, session: Any, parsed: Any, topic: _Topic, summary: _Summary, batch_id: int,
+                          app: str) -> None:
+        from pyspark.sql import functions as F
+
+        fmt = self.decimal_format
+
+        def source_field(name: str, sql_type: str, alias: str) -> Any:
+            if topic.source is not None and ct.field(topic.source, name) is not None:
+                return F.expr(f"CAST(v.source.{quote(name)} AS {sql_type})").alias(alias)
+            return F.lit(None).cast(sql_type).alias(alias)
+
+        columns = [
+            F.col("position"), F.col("op"), F.col("ts_ms").alias("source_ts_ms"),
+            F.expr("timestamp_millis(ts_ms)").alias("commit_time"), source_field("txId", "BIGINT", "tx_id"),
+            source_field("lsn", "BIGINT", "lsn"), source_field("snapshot", "STRING", "snapshot"),
+        ]
+        if topic.key_fields:
+            key_struct = ct.convert_sql("k", {"type": "struct", "fields": topic.key_fields}, fmt)
+            columns.append(F.expr(key_struct).alias("key"))
+        columns += [F.expr(ct.convert_sql("v.before", topic.row, fmt)).alias("before"),
+                    F.expr(ct.convert_sql("v.after", topic.row, fmt)).alias("after")]
+        if topic.source is not None:
+            columns.append(F.expr(ct.convert_sql("v.source", topic.source, fmt)).alias("source"))
+        if topic.transaction is not None:
+            columns.append(F.expr(ct.convert_sql("v.transaction", topic.transaction, fmt)).alias("transaction"))
+        columns += [F.col("v.ts_ms").alias("ts_ms"), F.lit(batch_id).cast("BIGINT").alias("batch_id")]
+        path = self.changelog_path(summary.topic)
+        (parsed.select(*columns).write.format("delta").mode("append")
+         .option("mergeSchema", "true").option("txnAppId", f"{app}:changelog").option("txnVersion", str(batch_id))
+         .save(path))
+        self._register(session, summary.topic + CHANGELOG_SUFFIX, path)
+
+    # -- current state -------------------------------------------------------------------------
+
+    def _table(self, session: Any, path: str) -> _Table | None:
+        if path in self._tables:
+            return self._tables[path]
+        from delta.tables import DeltaTable
+
+        if not DeltaTable.isDeltaTable(session, path):
+            return None
+        detail = DeltaTable.forPath(session, path).detail().select("properties").first()
+        properties = dict(detail["properties"] or {}) if detail is not None else {}
+        schema = session.read.format("delta").load(path).schema
+        keys = json.loads(properties.get(KEY_PROPERTY, "[]"))
+        table = _Table({f.name: f.dataType for f in schema.fields}, keys,
+                       properties.get("delta.columnMapping.mode", "none") != "none")
+        self._tables[path] = table
+        return table
+
+    def _ensure_table(self, session: Any, path: str, topic: _Topic, table: _Table | None, name: str) -> _Table:
+        """Create the table, or add the columns the source schema gained."""
+        from delta.tables import DeltaTable
+        from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+        fmt = self.decimal_format
+        wanted = {f["field"]: ct.spark_type(f, fmt) for f in topic.row["fields"]}
+        for f in topic.key_fields:
+            wanted.setdefault(f["field"], ct.spark_type(f, fmt))
+        if table is None:
+            fields = [StructField(n, t, True) for n, t in wanted.items()]
+            fields += [StructField(POSITION, StringType(), True), StructField(OP, StringType(), True),
+                       StructField(TS_MS, LongType(), True)]
+            mapped = any(_needs_mapping(n, t) for n, t in wanted.items())
+            builder = (DeltaTable.createIfNotExists(session).location(path).addColumns(StructType(fields))
+                       .property(KEY_PROPERTY, json.dumps([f["field"] for f in topic.key_fields]))
+                       .property("headwater.topic", name))
+            if mapped:
+                builder = (builder.property("delta.columnMapping.mode", "name")
+                           .property("delta.minReaderVersion", "2").property("delta.minWriterVersion", "5"))
+            builder.execute()
+            # what was just created (no need to read it back); "empty" lets the first write append
+            table = _Table({f.name: f.dataType for f in fields}, [f["field"] for f in topic.key_fields], mapped,
+                           empty=True)
+            self._tables[path] = table
+            self._register(session, name, path)
+            return table
+        known = {n.lower() for n in table.columns}
+        new = {n: t for n, t in wanted.items() if n.lower() not in known}
+        if new:
+            target = f"delta.{quote(path)}"
+            if not table.mapped and any(_needs_mapping(n, t) for n, t in new.items()):
+                session.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+                            "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')")
+            columns = ", ".join(f"{quote(n)} {ct.ddl(t)}" for n, t in new.items())
+            log.info("delta table %s: adding column(s) %s", path, ", ".join(new))
+            session.sql(f"ALTER TABLE {target} ADD COLUMNS ({columns})")
+            empty = table.empty
+            self._tables.pop(path, None)
+            table = self._table(session, path)
+            assert table is not None
+            table.empty = empty
+        return table
+
+    def _apply_current(self, session: Any, parsed: Any, topic: _Topic, summary: _Summary, table: _Table | None,
+                       path: str, batch_id: int, app: str) -> None:
+        from delta.tables import DeltaTable
+        from pyspark.sql import functions as F
+
+        if summary.last_truncate is not None and table is not None:
+            with _txn(session, f"{app}:truncate", batch_id):
+                DeltaTable.forPath(session, path).delete(F.col(POSITION) < F.lit(summary.last_truncate))
+        if summary.events == 0 or not topic.key_fields:
+            return
+        events = parsed.filter(F.col("op") != "t")
+        if summary.last_truncate is not None:
+            events = events.filter(F.col("position") > F.lit(summary.last_truncate))
+        with self._timed("current.table"):
+            table = self._ensure_table(session, path, topic, table, summary.topic)
+        source, columns, toast = self._merge_source(events, topic, summary)
+        values = {quote(f["field"]): f"s.__hw_c{i}" for i, f in enumerate(columns)}
+        values.update({quote(POSITION): "s.__hw_position", quote(OP): "s.__hw_op", quote(TS_MS): "s.__hw_ts_ms"})
+        merge_app = f"{app}:merge"
+        with _txn(session, merge_app, batch_id), self._timed("current.write"):
+            if table.empty:
+                # a table this sink just created: nothing to merge with, append the upserts
+                inserted = source.filter("__hw_op <> 'd'").select(
+                    *[F.col(f"__hw_c{i}").alias(f["field"]) for i, f in enumerate(columns)],
+                    F.col("__hw_position").alias(POSITION), F.col("__hw_op").alias(OP),
+                    F.col("__hw_ts_ms").alias(TS_MS))
+                (inserted.write.format("delta").mode("append").option("txnAppId", merge_app)
+                 .option("txnVersion", str(batch_id)).save(path))
+            else:
+                updates = dict(values)
+                for i in toast:
+                    name = quote(columns[i]["field"])
+                    updates[name] = f"CASE WHEN s.__hw_keep_{i} THEN t.{name} ELSE s.__hw_c{i} END"
+                condition = " AND ".join(f"t.{quote(f['field'])} <=> s.__hw_key_{i}"
+                                         for i, f in enumerate(topic.key_fields))
+                newer = f"s.__hw_position > t.{quote(POSITION)}"
+                (DeltaTable.forPath(session, path).alias("t").merge(source.alias("s"), condition)
+                 .whenMatchedDelete(condition=f"s.__hw_op = 'd' AND {newer}")
+                 .whenMatchedUpdate(condition=f"s.__hw_op <> 'd' AND {newer}", set=updates)
+                 .whenNotMatchedInsert(condition="s.__hw_op <> 'd'", values=values)
+                 .execute())
+        table.empty = False
+
+    def _merge_source(self, events: Any, topic: _Topic,
+                      summary: _Summary) -> tuple[Any, list[ct.Schema], dict[int, str]]:
+        """The latest event per key, converted: __hw_key_<i>, __hw_position/op/ts_ms, __hw_c<i> per
+        column and, for columns that may hold a TOAST placeholder, __hw_keep_<i> (keep the stored value)."""
+        from pyspark.sql import functions as F
+
+        fmt = self.decimal_format
+        columns = list(topic.row["fields"])
+        toast: dict[int, str] = {}
+        if summary.updates:
+            for i, f in enumerate(columns):
+                check = ct.placeholder_sql(f"v.after.{quote(f['field'])}", f, self.placeholder)
+                if check is not None:
+                    toast[i] = check
+        keys = [F.expr(f"k.{quote(f['field'])}").alias(f"__hw_key_{i}") for i, f in enumerate(topic.key_fields)]
+        aggs = [F.max_by(F.struct("position", "op", "ts_ms", F.col("v.after").alias("after")),
+                         F.col("position")).alias("e")]
+        for i, check in toast.items():
+            # the newest value of the batch that is not the placeholder (a struct: NULL stays a value)
+            name = quote(columns[i]["field"])
+            aggs.append(F.expr(f"max_by(named_struct('v', v.after.{name}), "
+                               f"CASE WHEN op <> 'd' AND NOT coalesce({check}, false) THEN position END)")
+                        .alias(f"__hw_toast_{i}"))
+        latest = events.groupBy(*keys).agg(*aggs)
+        selected = [F.col(f"__hw_key_{i}") for i in range(len(keys))]
+        selected += [F.col("e.position").alias("__hw_position"), F.col("e.op").alias("__hw_op"),
+                     F.col("e.ts_ms").alias("__hw_ts_ms")]
+        for i, f in enumerate(columns):
+            if i in toast:
+                selected.append(F.expr(ct.convert_sql(f"__hw_toast_{i}.v", f, fmt)).alias(f"__hw_c{i}"))
+                selected.append(F.expr(f"__hw_toast_{i} IS NULL").alias(f"__hw_keep_{i}"))
+            else:
+                selected.append(F.expr(ct.convert_sql(f"e.after.{quote(f['field'])}", f, fmt)).alias(f"__hw_c{i}"))
+        return latest.select(*selected), columns, toast
+
+    # -- catalog ---------------------------------------------------------------------------------
+
+    def _register(self, session: Any, topic_name: str, path: str) -> None:
+        if not self.table_prefix or path in self._registered:
+            return
+        prefix = self.table_prefix
+        database, _, name_prefix = prefix.rpartition(".")
+        name = quote(name_prefix + re.sub(r"[^0-9A-Za-z_]", "_", topic_name))
+        full = f"{quote(database)}.{name}" if database else name
+        session.sql(f"CREATE TABLE IF NOT EXISTS {full} USING DELTA LOCATION {sql_string(path)}")
+        self._registered.add(path)
+
+
+@contextmanager
+def _txn(session: Any, app: str, version: int) -> Iterator[None]:
+    """Delta's idempotent writes for DML: a commit with an (app, version) at or below the one the
+    table recorded for the app is skipped (MERGE, DELETE and appends honour these session confs)."""
+    conf = session.conf
+    conf.set(_TXN_APP, app)
+    conf.set(_TXN_VERSION, str(version))
+    try:
+        yield
+    finally:
+        conf.unset(_TXN_APP)
+        conf.unset(_TXN_VERSION)
+
+
+def _schema_prefix(text: str) -> tuple[Any, str]:
+    """(schema, text up to and including ',"payload":') of a converter value with schemas, or
+    (None, "") when the text does not start with a schema."""
+    head = '{"schema":'
+    if not text.startswith(head):
+        return None, ""
+    try:
+        schema, end = json.JSONDecoder().raw_decode(text, len(head))
+    except ValueError:
+        return None, ""
+    tail = ',"payload":'
+    if not isinstance(schema, dict) or not text.startswith(tail, end):
+        return None, ""
+    return schema, text[:end + len(tail)]
+
+
+def _needs_mapping(name: str, data_type: Any) -> bool:
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if _SPECIAL.search(name):
+        return True
+    if isinstance(data_type, StructType):
+        return any(_needs_mapping(f.name, f.dataType) for f in data_type.fields)
+    if isinstance(data_type, ArrayType):
+        return _needs_mapping("", data_type.elementType)
+    if isinstance(data_type, MapType):
+        return _needs_mapping("", data_type.valueType)
+    return False
+
+
+def _absolute(path: str) -> str:
+    """Local paths made absolute (executors may run elsewhere); URIs (s3a://, abfss://…) kept."""
+    import os
+
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path) or path.startswith("file:"):
+        return path.rstrip("/")
+    return os.path.abspath(os.path.expanduser(path))
+
+
+__all__ = ["CHANGELOG_SUFFIX", "OP", "POSITION", "TS_MS", "DeltaSink"]

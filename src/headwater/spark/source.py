@@ -1,0 +1,288 @@
+"""The ``headwater`` data source for Spark: ``spark.readStream.format("headwater")``.
+
+Options are the connector properties of the standalone runner (``database.hostname``,
+``topic.prefix``, ``table.include.list``, …), plus a few for the source itself:
+
+- ``maxRowsPerBatch`` — at most about this many change messages per micro-batch (default: no limit);
+- ``snapshotChunkRows`` — rows per snapshot chunk (default 100,000): each chunk is one task;
+- ``snapshotParallelism`` — at most this many snapshot tasks (chunks are spread over them);
+  default: one task per chunk, Spark runs as many at once as it has task slots.
+
+Where things run: the stream reader (``initialOffset``/``latestOffset``/``partitions``/``commit``)
+lives in one long-lived Python process on the driver and owns the replication connection
+(:class:`~headwater.engine.feed.ChangeFeed`). Partitions carry raw replication messages (or a
+snapshot chunk to read) to the executors, which build and serialize the events and return Arrow
+batches. Spark's checkpoint holds the connector's offsets; ``commit`` acknowledges a position to
+the database once Spark has committed the batch that ends there.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+
+from headwater.config import ConfigError, from_properties
+from headwater.engine.feed import ChangeFeed, PositionedRecord, WorkDecoder
+from headwater.serialization.parallel import SerializerSettings
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+FORMAT = "headwater"
+# the record columns; key/value/headers are exactly what the standalone runner writes
+SCHEMA = ("topic string, key string, value string, headers array<struct<key:string,value:binary>>, "
+          "op string, position string, ts_ms long, source_db string, source_schema string, source_table string")
+SOURCE_OPTIONS = ("maxRowsPerBatch", "snapshotChunkRows", "snapshotParallelism")
+_ARROW_ROWS = 4096
+
+
+def _arrow_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    header = pa.struct([("key", pa.string()), ("value", pa.binary())])
+    return pa.schema([("topic", pa.string()), ("key", pa.string()), ("value", pa.string()),
+                      ("headers", pa.list_(header)), ("op", pa.string()), ("position", pa.string()),
+                      ("ts_ms", pa.int64()), ("source_db", pa.string()), ("source_schema", pa.string()),
+                      ("source_table", pa.string())])
+
+
+@dataclass
+class SourceSettings:
+    connector_properties: dict[str, str]
+    max_rows_per_batch: int | None
+    snapshot_chunk_rows: int
+    snapshot_parallelism: int | None
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> SourceSettings:
+        """Spark hands Python data sources their options with lower-cased keys; the connector's
+        property names are restored from its field definitions. A property whose key has a
+        case-sensitive part of its own (e.g. a hash salt in `column.mask.hash.<alg>.with.salt.<salt>`)
+        goes into the `properties` option instead: a JSON object of properties, kept as written."""
+        lowered = {str(k).lower(): str(v) for k, v in options.items()}
+
+        def positive(name: str, default: int | None) -> int | None:
+            raw = lowered.get(name.lower())
+            if raw is None or raw.strip() == "":
+                return default
+            try:
+                value = int(raw.strip())
+            except ValueError:
+                value = 0
+            if value <= 0:
+                raise ConfigError([f"headwater source option {name}={raw!r}: expected a positive integer"])
+            return value
+
+        props: dict[str, str] = {}
+        if "properties" in lowered:
+            try:
+                given = json.loads(lowered["properties"])
+            except ValueError as exc:
+                raise ConfigError([f"headwater source option properties: not a JSON object ({exc})"]) from None
+            if not isinstance(given, dict):
+                raise ConfigError(["headwater source option properties: expected a JSON object of properties"])
+            props.update({str(k): str(v) for k, v in given.items()})
+        ignored = {o.lower() for o in (*SOURCE_OPTIONS, "properties", "path")}
+        names = _property_names(props.get("connector.class") or lowered.get("connector.class"))
+        for key, value in lowered.items():
+            if key not in ignored:
+                props[_restore_case(key, names)] = value
+        props.setdefault("connector.class", DEFAULT_CONNECTOR)
+        return cls(props, positive("maxRowsPerBatch", None), positive("snapshotChunkRows", 100_000) or 100_000,
+                   positive("snapshotParallelism", None))
+
+
+DEFAULT_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
+
+
+def _property_names(connector_class: str | None) -> dict[str, str]:
+    from headwater.config import connector_fields
+
+    fields = connector_fields(connector_class or DEFAULT_CONNECTOR)
+    names = {name.lower(): name for name in fields.names()}
+    for field in fields:
+        for old in field.deprecated_names:
+            names[old.lower()] = old
+    for dynamic in fields.dynamic:
+        prefix = getattr(dynamic, "prefix", None)
+        if isinstance(prefix, str):
+            names.setdefault(prefix.lower(), prefix)
+    return names
+
+
+def _restore_case(key: str, names: dict[str, str]) -> str:
+    """The property name as the connector spells it: exact field names, else the longest known
+    prefix (dynamic families such as `snapshot.select.statement.overrides.<table>`)."""
+    if key in names:
+        return names[key]
+    for lower, name in sorted(names.items(), key=lambda item: -len(item[0])):
+        if key.startswith(lower + ".") or (lower.endswith(".") and key.startswith(lower)):
+            return name + key[len(lower):]
+    return key
+
+
+def _open_feed(settings: SourceSettings) -> tuple[ChangeFeed, SerializerSettings]:
+    from headwater.standalone import build_connector, serializer_settings
+
+    config = from_properties(settings.connector_properties)
+    for warning in config.warnings:
+        log.warning("%s", warning)
+    if config.connector_key == "postgresql":
+        from headwater.connectors.postgres.feed import PgChangeFeed
+
+        feed: ChangeFeed = PgChangeFeed(config.connector, snapshot_chunk_rows=settings.snapshot_chunk_rows)
+    else:
+        raise ConfigError([f"connector {config.connector_key!r} cannot run as a Spark source yet"])
+    return feed, serializer_settings(config, build_connector(config))
+
+
+class WorkPartition(InputPartition):
+    """What one task does: decode these work items (in order) with this decoder."""
+
+    def __init__(self, decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any]) -> None:
+        super().__init__(None)
+        self.decoder = decoder
+        self.serializer = serializer
+        self.items = items
+
+
+def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
+    """Executor side: build, serialize and hand over the records as Arrow batches."""
+    import pyarrow as pa
+
+    schema = _arrow_schema()
+    serializer = partition.serializer.create(in_place=True)
+    columns: list[list[Any]] = [[] for _ in range(len(schema))]
+    topic, key, value, headers, op, position, ts_ms, db, sch, tbl = columns
+
+    def flush() -> pa.RecordBatch:
+        batch = pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)],
+                                           schema=schema)
+        for c in columns:
+            c.clear()
+        return batch
+
+    for item in partition.items:
+        positioned: PositionedRecord
+        for positioned in partition.decoder.decode(item):
+            record = positioned.record
+            envelope = record.value if isinstance(record.value, dict) else None
+            source = envelope.get("source") if envelope is not None else None
+            topic.append(record.topic)
+            # UTF-8 bytes and (name, bytes) pairs go to Arrow as they are: pa.array validates
+            # UTF-8 for string columns and takes tuples for structs, in C (no str/dict per record)
+            key.append(serializer.key(record))
+            value.append(serializer.value(record))
+            headers.append(serializer.header_pairs(record))
+            op.append(record.op)
+            position.append(positioned.position)
+            if isinstance(source, dict):
+                ts_ms.append(source.get("ts_ms"))
+                db.append(source.get("db"))
+                sch.append(source.get("schema") or None)
+                tbl.append(source.get("table") or None)
+            else:
+                ts_ms.append(envelope.get("ts_ms") if envelope is not None else None)
+                db.append(None)
+                sch.append(None)
+                tbl.append(None)
+            if len(topic) >= _ARROW_ROWS:
+                yield flush()
+    if topic:
+        yield flush()
+
+
+def _spark_offset(offset: dict[str, Any]) -> dict[str, Any]:
+    """Spark's offset log takes primitive values only: drop the nulls (they read back as absent)."""
+    return {k: v for k, v in offset.items() if v is not None}
+
+
+class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, settings: SourceSettings) -> None:
+        self.settings = settings
+        self._feed: ChangeFeed | None = None
+        self._serializer: SerializerSettings | None = None
+        self._available_now = False
+
+    def __getstate__(self) -> dict[str, Any]:  # executors get the settings, never the connections
+        return {"settings": self.settings, "_feed": None, "_serializer": None, "_available_now": False}
+
+    def _open(self) -> ChangeFeed:
+        if self._feed is None:
+            self._feed, self._serializer = _open_feed(self.settings)
+        return self._feed
+
+    def initialOffset(self) -> dict:
+        return _spark_offset(self._open().initial_offset())
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        rows = self.settings.max_rows_per_batch
+        return ReadMaxRows(rows) if rows else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        feed = self._open()
+        feed.prepare_available_now()  # type: ignore[attr-defined]
+        self._available_now = True
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        return _spark_offset(self._open().latest(start, max_rows))
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        feed = self._open()
+        items = feed.plan(start, end)
+        assert self._serializer is not None
+        decoder = feed.decoder()
+        parallelism = self.settings.snapshot_parallelism
+        if parallelism and len(items) > parallelism and _all_snapshot(items):
+            groups: list[list[Any]] = [items[i::parallelism] for i in range(parallelism)]
+        else:
+            groups = [[item] for item in items]
+        return [WorkPartition(decoder, self._serializer, group) for group in groups]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, WorkPartition)
+        return _record_batches(partition)
+
+    def commit(self, end: dict) -> None:
+        self._open().commit(end)
+
+    def stop(self) -> None:
+        if self._feed is not None:
+            self._feed.close()
+            self._feed = None
+
+
+def _all_snapshot(items: list[Any]) -> bool:
+    return all(type(item).__name__ == "SnapshotWork" for item in items)
+
+
+class HeadwaterDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return HeadwaterStreamReader(SourceSettings.from_options(self.options))
+
+
+def register(spark: SparkSession) -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark.dataSource.register(HeadwaterDataSource)
+
+
+__all__ = ["FORMAT", "SCHEMA", "HeadwaterDataSource", "register"]

@@ -1,0 +1,75 @@
+"""Running the ``headwater`` Spark source against a test database and collecting its records."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+def conformance_line(row: Any) -> dict[str, Any]:
+    """A source row as a conformance line: {"topic","key","value","headers"} with parsed JSON."""
+    return {
+        "topic": row.topic,
+        "key": None if row.key is None else json.loads(row.key),
+        "value": None if row.value is None else json.loads(row.value),
+        "headers": [{"key": h.key, "value": json.loads(h.value)} for h in (row.headers or [])],
+    }
+
+
+class SparkCapture:
+    """A streaming query from the headwater source into a list (foreachBatch on the driver)."""
+
+    def __init__(self, spark: Any, options: Mapping[str, str], checkpoint: Path,
+                 trigger: dict[str, Any] | None = None) -> None:
+        self.spark = spark
+        self.options = dict(options)
+        self.checkpoint = checkpoint
+        self.trigger = trigger or {"processingTime": "300 milliseconds"}
+        self.batches: list[tuple[int, list[Any]]] = []
+        self._lock = threading.Lock()
+        self.query: Any = None
+
+    def _collect(self, df: Any, batch_id: int) -> None:
+        rows = df.collect()
+        with self._lock:
+            self.batches.append((batch_id, rows))
+
+    def start(self) -> SparkCapture:
+        stream = self.spark.readStream.format("headwater").options(**self.options).load()
+        self.query = (stream.writeStream.foreachBatch(self._collect)
+                      .option("checkpointLocation", str(self.checkpoint)).trigger(**self.trigger).start())
+        return self
+
+    def rows(self) -> list[Any]:
+        with self._lock:
+            return [row for _, rows in sorted(self.batches, key=lambda b: b[0]) for row in rows]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [conformance_line(r) for r in self.rows()]
+
+    def check(self) -> None:
+        if self.query is not None and self.query.exception() is not None:
+            raise AssertionError(f"the streaming query failed: {self.query.exception()}")
+
+    def wait_for(self, predicate: Any, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.check()
+            if predicate(self.rows()):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"timed out after {timeout} s; {len(self.rows())} rows so far")
+
+    def emit_sentinel_and_wait(self, db: Any, timeout: float = 120) -> None:
+        prefix = f"__hw_sentinel_{uuid.uuid4().hex}"
+        db.execute("SELECT pg_logical_emit_message(false, %s, 'end')", (prefix,))
+        self.wait_for(lambda rows: any(r.value is not None and prefix in r.value for r in rows), timeout)
+
+    def stop(self) -> None:
+        if self.query is not None:
+            self.query.stop()

@@ -1,0 +1,33 @@
+"""A local Spark session for the Spark tests (one per test session: starting the JVM takes seconds)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from headwater.spark.session import build_session
+
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    session = build_session("headwater-tests", master="local[2]",
+                            conf={"spark.sql.warehouse.dir": str(warehouse),
+                                  "spark.sql.streaming.stopTimeout": "30s"})
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[Any]:
+    """One throwaway Apache Kafka broker (KRaft, 127.0.0.1, free ports) for the session. Topics get
+    3 partitions on first use, so that "in order per key" is tested across partitions."""
+    from helpers.kafka import ThrowawayKafka
+
+    broker = ThrowawayKafka(partitions=3).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()

@@ -1,0 +1,55 @@
+"""`headwater pipeline` on a multi-process Spark cluster (`local-cluster`: a master, a worker and
+executor JVMs with their own Python workers), so that nothing relies on the driver and the
+executors sharing a process: the raw replication messages and snapshot chunks reach the
+executors inside the partitions, and the executors build the events."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers.capture import base_properties
+
+HEADWATER = Path(sys.executable).with_name("headwater")
+
+
+@pytest.mark.timeout(1200)
+def test_pipeline_on_a_local_cluster(pg_db, tmp_path):
+    pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL)")
+    pg_db.execute("INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 2500) g")
+    props = base_properties(pg_db, tmp_path, "hw_cluster", **{"table.include.list": "public.items"})
+    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
+        props.pop(key)
+    props["snapshotChunkRows"] = "1000"  # three snapshot chunks, read by the executors
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(yaml.safe_dump({
+        "source": props, "sinks": [{"type": "jsonl", "path": "topics"}], "checkpoint": "checkpoint",
+        "trigger": {"availableNow": True},
+        "spark": {"master": "local-cluster[2,1,1024]", "conf": {"spark.executor.memory": "512m"}},
+    }))
+
+    def run() -> None:
+        done = subprocess.run([str(HEADWATER), "pipeline", str(pipeline)], capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    run()
+    pg_db.execute("UPDATE items SET name = name || ' (updated)' WHERE id <= 10")
+    pg_db.execute("DELETE FROM items WHERE id > 2490")
+    run()
+
+    lines = []
+    for f in sorted((tmp_path / "topics" / "dbserver1.public.items").glob("*.jsonl")):
+        lines += [json.loads(x) for x in f.read_text().splitlines()]
+    values = [r["value"]["payload"] for r in lines if r["value"] is not None]
+    ops = [v["op"] for v in values]
+    assert ops.count("r") == 2500 and ops.count("u") == 10 and ops.count("d") == 10
+    snapshot_ids = [v["after"]["id"] for v in values if v["op"] == "r"]
+    assert sorted(snapshot_ids) == list(range(1, 2501))
+    assert [v["source"]["snapshot"] for v in values if v["op"] == "r"][-1] == "last"
+    assert all(v["after"]["name"].endswith("(updated)") for v in values if v["op"] == "u")
