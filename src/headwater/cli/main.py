@@ -145,7 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=cmd_validate)
 
     demo = sub.add_parser("demo", help="throwaway PostgreSQL with sample data, captured live by the Spark pipeline")
-    demo.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    demo.add_argument("--duration", type=float, default=None,
+                      help="generate changes for this many seconds after the initial snapshot, then stop "
+                           "(default: until Ctrl-C)")
     demo.add_argument("--rate", type=float, default=20.0, help="generated transactions per second")
     demo.add_argument("--workdir", default=None, help="where outputs go (default .headwater/demo)")
     demo.add_argument("--standalone", action="store_true",

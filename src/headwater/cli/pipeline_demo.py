@@ -4,8 +4,9 @@ A throwaway PostgreSQL with the sample ``inventory`` database; local Spark runni
 source into Delta Lake current-state tables and change logs (``<workdir>/lake``) and JSONL topic
 files (``<workdir>/topics``); once the initial snapshot is in, a generator of random
 transactions. The live view shows events per table, the lag from commit to the lake, and a table's
-current state as the lake has it. Ctrl-C (or ``--duration``) stops: the generator first, then the
-pipeline once it has caught up, then a summary that compares every lake table with its source.
+current state as the lake has it. ``--duration`` counts from the end of the snapshot (how long the
+generator runs); Ctrl-C or the duration stops the generator first, then the pipeline once it has
+caught up (no micro-batch is cut off), then a summary compares every lake table with its source.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 import threading
 import time
 from collections import Counter, deque
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +37,9 @@ SHOWN_TABLE = "products_on_hand"
 REFRESH_PER_SECOND = 2
 PLAIN_EVERY_S = 5.0
 TRIGGER = "1 second"
-CATCH_UP_QUIET_S = 4.0     # after the generator stops: no new events for this long means caught up
-CATCH_UP_MAX_S = 60.0
+CATCH_UP_QUIET_S = 4.0     # after the generator stops: no new events for this long, and Spark idle
+CATCH_UP_MAX_S = 300.0
+SNAPSHOT_MAX_S = 900.0     # the sample snapshot takes seconds; this only bounds a stuck pipeline
 
 
 class PipelineState:
@@ -128,6 +131,7 @@ class _View:
         self.duration = duration
         self.generator: Any = None
         self.started = time.monotonic()
+        self.generator_started: float | None = None
         self.stopping = False
 
     def phase(self) -> str:
@@ -140,8 +144,9 @@ class _View:
     def render(self) -> Group:
         ops, total, batches, lag = self.state.snapshot()
         rate = self.state.events_per_second(total)
-        elapsed = time.monotonic() - self.started
-        limit = f" of {self.duration:.0f}s" if self.duration is not None else ""
+        since = self.generator_started or self.started
+        elapsed = time.monotonic() - since
+        limit = f" of {self.duration:.0f}s" if self.duration is not None and self.generator is not None else ""
         header = Text.assemble(
             ("Headwater demo: PostgreSQL → Spark → Delta Lake + JSONL", "bold cyan"),
             f"\n{self.cluster.host}:{self.cluster.port}/{DBNAME} → {self.workdir}/lake, {self.workdir}/topics\n",
@@ -228,13 +233,23 @@ def compare_with_source(spark: Any, cluster: Any, sink: Any) -> list[tuple[str, 
             with conn.cursor() as cur:
                 cur.execute(f"SELECT * FROM {SCHEMA}.{table}")
                 names = [d[0] for d in cur.description]
-                source = {tuple(str(v) for v in row) for row in cur.fetchall()}
+                source = {tuple(_comparable(v) for v in row) for row in cur.fetchall()}
             lake_df = spark.read.format("delta").load(sink.table_path(f"{TOPIC_PREFIX}.{SCHEMA}.{table}"))
-            lake = {tuple(str(r[n]) for n in names) for r in lake_df.select(*names).collect()}
+            lake = {tuple(_comparable(r[n]) for n in names) for r in lake_df.select(*names).collect()}
             out.append((table, len(source), len(lake), lake == source))
     finally:
         conn.close()
     return out
+
+
+def _comparable(value: Any) -> str:
+    """A value as text both sides agree on: psycopg gives timestamptz as an aware datetime, PySpark
+    gives Spark timestamps as naive datetimes in this process's local time zone."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.astimezone()  # naive = local time
+        return value.astimezone(UTC).isoformat()
+    return str(value)
 
 
 def run_pipeline_demo(duration: float | None = None, rate: float = 20.0, workdir: str | Path | None = None,
@@ -280,24 +295,43 @@ def run_pipeline_demo(duration: float | None = None, rate: float = 20.0, workdir
         delta_sink = next(s for s in pipeline.sinks if type(s).__name__ == "DeltaSink")
         lake = _LakeReader(pipeline.spark, delta_sink.table_path(f"{TOPIC_PREFIX}.inventory.{SHOWN_TABLE}"))
         view = _View(state, lake, cluster, workdir, duration)
-        deadline = None if duration is None else view.started + duration
+        deadline: float | None = None
+
+        def check_query() -> None:
+            query = pipeline.query
+            if query.exception() is not None:
+                raise RuntimeError(f"the pipeline failed: {query.exception()}")
+            if not query.isActive:  # ended without an exception: a fatal JVM error on its thread
+                raise RuntimeError("the pipeline's streaming query stopped unexpectedly (see the log above)")
 
         def tick() -> bool:
-            nonlocal generator
-            if pipeline.query.exception() is not None:
-                raise RuntimeError(f"the pipeline failed: {pipeline.query.exception()}")
-            if generator is None and state.snapshot_done.is_set():
-                generator = ChangeGenerator(cluster.dsn(DBNAME), rate=rate).start()
-                view.generator = generator
+            nonlocal generator, deadline
+            check_query()
+            if generator is None:
+                if state.snapshot_done.is_set():
+                    generator = ChangeGenerator(cluster.dsn(DBNAME), rate=rate).start()
+                    view.generator = generator
+                    view.generator_started = time.monotonic()
+                    deadline = None if duration is None else time.monotonic() + duration
+                elif time.monotonic() - view.started > SNAPSHOT_MAX_S:
+                    raise RuntimeError(f"the initial snapshot did not complete within {SNAPSHOT_MAX_S:.0f} s")
             return not signals.stop.is_set() and (deadline is None or time.monotonic() < deadline)
 
         def catch_up() -> None:
+            """Stop the generator, then wait until every change it made is in the lake: no events for a
+            while and Spark neither running a batch nor seeing data (stopping the query mid-batch would
+            leave the tables a batch behind and the summary wrong)."""
             view.stopping = True
             if generator is not None:
                 generator.stop()
+            if not state.snapshot_done.is_set():
+                return
             end = time.monotonic() + CATCH_UP_MAX_S
             while time.monotonic() < end and not signals.hurry.is_set():
-                if time.monotonic() - state.last_event_at >= CATCH_UP_QUIET_S:
+                check_query()
+                status = pipeline.query.status
+                idle = not status.get("isTriggerActive") and not status.get("isDataAvailable")
+                if idle and time.monotonic() - state.last_event_at >= CATCH_UP_QUIET_S:
                     return
                 signals.hurry.wait(0.25)
 
@@ -320,7 +354,7 @@ def run_pipeline_demo(duration: float | None = None, rate: float = 20.0, workdir
             print(view.plain_line(), flush=True)
         pipeline.stop()
         if not state.snapshot_done.is_set():
-            raise RuntimeError("the initial snapshot did not complete before the demo ended (raise --duration)")
+            raise RuntimeError("stopped before the initial snapshot completed")
         _summary(console, pipeline.spark, cluster, delta_sink, state, generator, workdir)
         return 0
     except KeyboardInterrupt:

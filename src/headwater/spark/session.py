@@ -31,6 +31,10 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.pyspark.python": sys.executable,
     "spark.pyspark.driver.python": sys.executable,
     "spark.sql.session.timeZone": "UTC",
+    # Spark matches a regex against the message of the exception that ends a stopped query; when
+    # stop() interrupts a batch inside Python, that message holds whole tracebacks and the default
+    # 1 MB thread stack overflows in java.util.regex (the query thread then dies noisily)
+    "spark.driver.extraJavaOptions": "-Xss16m",
 }
 
 

@@ -20,7 +20,7 @@ from headwater.connectors.postgres.connection import (
     first_line,
     is_connection_loss,
 )
-from headwater.connectors.postgres.events import BuilderSettings, StreamPosition, event_failed
+from headwater.connectors.postgres.events import BuilderSettings, SnapshotRows, StreamPosition
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn
 from headwater.connectors.postgres.replication import (
@@ -34,13 +34,12 @@ from headwater.connectors.postgres.replication import (
     wait_until_slot_free,
 )
 from headwater.connectors.postgres.schemas import CapturedTable, SchemaRegistry
-from headwater.connectors.postgres.source_info import CONNECTOR_NAME, PgOffset, source_block
+from headwater.connectors.postgres.source_info import CONNECTOR_NAME, PgOffset
 from headwater.connectors.postgres.spool import StreamSpools, directory_identity
 from headwater.connectors.postgres.streaming import StreamingReader
 from headwater.connectors.postgres.types import TypeSettings
 from headwater.engine.connector import ConnectorError, Emit, SourceConnector
 from headwater.engine.dispatcher import EventDispatcher
-from headwater.model.envelope import OP_READ
 from headwater.relational.column_mappers import ColumnMappers
 from headwater.relational.filters import ColumnFilter, TableFilter
 from headwater.relational.table import TableId
@@ -441,36 +440,10 @@ class PostgresConnector(SourceConnector):
     def _snapshot_table(self, conn: Any, captured: CapturedTable, overrides: dict[str, str],
                         dispatcher: EventDispatcher, txid: int, lsn: int, first_table: bool, last_table: bool,
                         stop: threading.Event) -> None:
-        schema = captured.schema
-        table_id = captured.table.id
-        failure_mode = self.config.get("event.processing.failure.handling.mode")
-        pending: list[Any] = []
-        first = [True]
-
-        def emit_row(raw: list[str | None], last_in_table: bool) -> None:
-            marker = snap.snapshot_marker(first[0], last_in_table, first_table, last_table)
-            first[0] = False
-            source = source_block(self.server, self.dbname, ts_us=snap.now_us(), snapshot=marker,
-                                  schema=table_id.schema or "", table=table_id.table, tx_id=txid, lsn=lsn,
-                                  last_commit_lsn=None)
-            try:
-                row = schema.row(raw)
-            except Exception as exc:  # event.processing.failure.handling.mode, as in streaming
-                event_failed(failure_mode, captured, exc, [raw], f"in the snapshot at LSN {format_lsn(lsn)}")
-                return
-            dispatcher.dispatch_change(schema, captured.topic, OP_READ, None, row, source,
-                                       collection=captured.collection)
-
-        def on_row(raw: list[str | None]) -> None:
-            if pending:
-                emit_row(pending[0], False)
-                pending[0] = raw
-            else:
-                pending.append(raw)
-
-        snap.read_rows(conn, captured, overrides, stop, on_row, self.config.get("database.query.timeout.ms"))
-        if pending:
-            emit_row(pending[0], True)
+        rows = SnapshotRows(self.builder_settings(), captured, dispatcher, txid=txid, lsn=lsn,
+                            first_table=first_table, last_table=last_table)
+        snap.read_rows(conn, captured, overrides, stop, rows.on_row, self.config.get("database.query.timeout.ms"))
+        rows.finish()
 
     def _stream(self, registry: SchemaRegistry, start: PgOffset, emit: Emit, stop: threading.Event) -> None:
         settings = self.builder_settings()

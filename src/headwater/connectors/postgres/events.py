@@ -36,7 +36,7 @@ from headwater.connectors.postgres.types import DEFAULT_UNAVAILABLE_PLACEHOLDER,
 from headwater.engine.connector import ConnectorError
 from headwater.engine.dispatcher import EventDispatcher
 from headwater.engine.records import OffsetMarker, SourceRecord
-from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_MESSAGE, OP_UPDATE
+from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_MESSAGE, OP_READ, OP_UPDATE
 from headwater.model.schema import OPTIONAL_STRING, Schema, struct
 from headwater.relational.column_mappers import ColumnMappers
 from headwater.relational.table import Table
@@ -378,6 +378,75 @@ def event_failed(mode: str, captured: CapturedTable, exc: BaseException, tuples:
     level = logging.WARNING if mode == "warn" else logging.DEBUG
     log.log(level, "skipped the change event of %s (event.processing.failure.handling.mode=%s): %s", what, mode,
             reason)
+
+
+class SnapshotRows:
+    """Snapshot rows of one table (or one chunk of it) -> `r` records through a dispatcher.
+
+    Rows are handed on one row late, so the last one is known when it is emitted (its marker
+    says so). `first_in_table`/`last_in_table` say whether this run of rows starts/ends the table
+    (False for the inner chunks of a table read in parts); markers as Debezium's
+    (`snapshot_marker`). A row that cannot be converted is handled per
+    `event.processing.failure.handling.mode`, as in streaming."""
+
+    def __init__(self, settings: BuilderSettings, captured: CapturedTable, dispatcher: EventDispatcher, *,
+                 txid: int, lsn: int, first_table: bool, last_table: bool, first_in_table: bool = True,
+                 last_in_table: bool = True) -> None:
+        self.settings = settings
+        self.captured = captured
+        self.dispatcher = dispatcher
+        self.txid = txid
+        self.lsn = lsn
+        self.first_table = first_table
+        self.last_table = last_table
+        self._first = first_in_table
+        self._last_in_table = last_in_table
+        self._pending: list[list[str | None]] = []
+
+    def on_row(self, raw: list[str | None]) -> None:
+        if self._pending:
+            self._emit(self._pending[0], False)
+            self._pending[0] = raw
+        else:
+            self._pending.append(raw)
+
+    def finish(self) -> None:
+        if self._pending:
+            self._emit(self._pending.pop(), self._last_in_table)
+
+    def _emit(self, raw: list[str | None], last: bool) -> None:
+        from headwater.connectors.postgres.snapshot import now_us, snapshot_marker
+
+        captured, s = self.captured, self.settings
+        marker = snapshot_marker(self._first, last, self.first_table, self.last_table)
+        self._first = False
+        table_id = captured.table.id
+        source = source_block(s.server, s.dbname, ts_us=now_us(), snapshot=marker, schema=table_id.schema or "",
+                              table=table_id.table, tx_id=self.txid, lsn=self.lsn, last_commit_lsn=None)
+        try:
+            row = captured.schema.row(raw)
+        except Exception as exc:  # event.processing.failure.handling.mode, as in streaming
+            event_failed(s.failure_mode, captured, exc, [raw], f"in the snapshot at LSN {pg.format_lsn(self.lsn)}")
+            return
+        self.dispatcher.dispatch_change(captured.schema, captured.topic, OP_READ, None, row, source,
+                                        collection=captured.collection)
+
+
+def advance_position(pos: StreamPosition, payload: bytes, lsn: int) -> None:
+    """The reader's bookkeeping for one message: moves `pos` without decoding any tuple."""
+    kind = payload[0]
+    if kind in DATA_CHANGES or kind == TRUNCATE:
+        pos.data()
+    elif kind == BEGIN:
+        pos.begin(pg.decode(payload))
+    elif kind == COMMIT:
+        pos.commit(pg.decode(payload))
+    elif kind == MESSAGE:
+        msg = pg.decode(payload)
+        if msg.transactional:
+            pos.data()
+        else:
+            pos.non_transactional_message(lsn)
 
 
 class ChunkBuilder:

@@ -36,26 +36,22 @@ from headwater.connectors.postgres import snapshot as snap
 from headwater.connectors.postgres.connection import connect, connect_kwargs, connection_error
 from headwater.connectors.postgres.connector import PostgresConnector
 from headwater.connectors.postgres.events import (
-    BEGIN,
-    COMMIT,
-    DATA_CHANGES,
-    MESSAGE,
-    TRUNCATE,
     BuilderSettings,
     ChangeEventBuilder,
     Chunk,
+    SnapshotRows,
     StreamPosition,
+    advance_position,
 )
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn
 from headwater.connectors.postgres.replication import create_slot, drop_slot, ensure_publication, read_slot
 from headwater.connectors.postgres.schemas import CapturedTable
-from headwater.connectors.postgres.source_info import PgOffset, source_block
+from headwater.connectors.postgres.source_info import PgOffset
 from headwater.connectors.postgres.streaming import StreamingReader
 from headwater.engine.connector import ConnectorError
 from headwater.engine.feed import ChangeFeed, Offset, PositionedRecord, WorkDecoder, position_key
 from headwater.engine.records import SourceRecord
-from headwater.model.envelope import OP_READ
 from headwater.relational.table import Table
 
 log = logging.getLogger(__name__)
@@ -63,6 +59,7 @@ log = logging.getLogger(__name__)
 PHASE_SNAPSHOT = "snapshot"
 PHASE_STREAM = "stream"
 _QUEUE_CHUNKS = 64          # chunks of up to 2,048 messages read ahead on the driver
+_SNAPSHOT_RUN = 1024        # snapshot records handed from the COPY thread to the task at a time
 
 
 # -- positions --------------------------------------------------------------------------------
@@ -78,23 +75,6 @@ def offset_key(offset: Offset) -> tuple[int, int]:
 
 def position_offset(pos: StreamPosition) -> Offset:
     return {"phase": PHASE_STREAM, **pos.offset(None, pos.tx_msgs)}
-
-
-def advance(pos: StreamPosition, payload: bytes, lsn: int) -> None:
-    """The reader's position bookkeeping for one message (no decoding of tuples)."""
-    kind = payload[0]
-    if kind in DATA_CHANGES or kind == TRUNCATE:
-        pos.data()
-    elif kind == BEGIN:
-        pos.begin(pg.decode(payload))
-    elif kind == COMMIT:
-        pos.commit(pg.decode(payload))
-    elif kind == MESSAGE:
-        msg = pg.decode(payload)
-        if msg.transactional:
-            pos.data()
-        else:
-            pos.non_transactional_message(lsn)
 
 
 # -- work items -------------------------------------------------------------------------------
@@ -175,50 +155,72 @@ class PgWorkDecoder(WorkDecoder):
         s = self.settings
         registry = s.registry(None)
         captured = registry.build(work.table, work.raw_columns, from_relation=False)
-        records: list[Any] = []
-        dispatcher = s.dispatcher(records.append, lambda: {"phase": PHASE_SNAPSHOT})
-        prefix = position_key(0, (work.table_index << 32) | work.chunk_index)[:32]
-        conn = psycopg2.connect(**self.connect_args)
-        try:
-            conn.autocommit = False
-            with conn.cursor() as cur:
-                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                cur.execute("SET TRANSACTION SNAPSHOT %s", (work.snapshot_name,))
-            pending: list[list[str | None]] = []
-            state = {"first": work.first_chunk, "row": 0}
+        # The COPY pushes rows into a callback; a thread runs it and hands records over in runs of
+        # _SNAPSHOT_RUN through a bounded queue, so a chunk of any size streams in bounded memory.
+        handoff: queue.Queue[Any] = queue.Queue(maxsize=4)
+        run: list[Any] = []
+        cancelled = threading.Event()
 
-            def emit_row(raw: list[str | None], last_in_chunk: bool) -> None:
-                marker = snap.snapshot_marker(state["first"], last_in_chunk and work.last_chunk,
-                                              work.first_table, work.last_table)
-                state["first"] = False
-                table_id = captured.table.id
-                source = source_block(s.server, s.dbname, ts_us=snap.now_us(), snapshot=marker,
-                                      schema=table_id.schema or "", table=table_id.table, tx_id=work.txid,
-                                      lsn=work.lsn, last_commit_lsn=None)
-                dispatcher.dispatch_change(captured.schema, captured.topic, OP_READ, None,
-                                           captured.schema.row(raw), source, collection=captured.collection)
-
-            def on_row(raw: list[str | None]) -> None:
-                if pending:
-                    emit_row(pending[0], False)
-                    pending[0] = raw
-                else:
-                    pending.append(raw)
-
-            _copy_rows(conn, captured, work, on_row)
-            if pending:
-                emit_row(pending[0], True)
-            conn.rollback()
-        except psycopg2.Error as exc:
-            raise connection_error(f"snapshot of table {captured.collection} (chunk {work.chunk_index})",
-                                   exc) from None
-        finally:
-            conn.close()
-        n = 0
-        for item in records:
+        def emit(item: Any) -> None:
             if isinstance(item, SourceRecord):
-                yield PositionedRecord(prefix + f"{n:08X}", item)
-                n += 1
+                run.append(item)
+                if len(run) >= _SNAPSHOT_RUN:
+                    put(run[:])
+                    run.clear()
+
+        def put(item: Any) -> None:
+            while not cancelled.is_set():
+                try:
+                    handoff.put(item, timeout=0.5)
+                    return
+                except queue.Full:
+                    continue
+            raise snap.SnapshotStopped()
+
+        dispatcher = s.dispatcher(emit, lambda: {"phase": PHASE_SNAPSHOT})
+        rows = SnapshotRows(s, captured, dispatcher, txid=work.txid, lsn=work.lsn, first_table=work.first_table,
+                            last_table=work.last_table, first_in_table=work.first_chunk,
+                            last_in_table=work.last_chunk)
+
+        def read() -> None:
+            try:
+                conn = psycopg2.connect(**self.connect_args)
+                try:
+                    conn.autocommit = False
+                    with conn.cursor() as cur:
+                        cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                        cur.execute("SET TRANSACTION SNAPSHOT %s", (work.snapshot_name,))
+                    _copy_rows(conn, captured, work, rows.on_row, cancelled)
+                    rows.finish()
+                    conn.rollback()
+                finally:
+                    conn.close()
+                put(run[:])
+                put(None)
+            except snap.SnapshotStopped:
+                pass
+            except psycopg2.Error as exc:
+                put(connection_error(f"snapshot of table {captured.collection} (chunk {work.chunk_index})", exc))
+            except BaseException as exc:
+                put(exc)
+
+        prefix = position_key(0, (work.table_index << 32) | work.chunk_index)[:32]
+        reader = threading.Thread(target=read, name="headwater-snapshot-chunk", daemon=True)
+        reader.start()
+        n = 0
+        try:
+            while True:
+                item = handoff.get()
+                if item is None:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                for record in item:
+                    yield PositionedRecord(prefix + f"{n:08X}", record)
+                    n += 1
+        finally:
+            cancelled.set()
+            reader.join(timeout=30)
 
 
 def _chunk_condition(work: SnapshotWork) -> tuple[sql.Composable | None, list[Any]]:
@@ -238,7 +240,7 @@ def _chunk_condition(work: SnapshotWork) -> tuple[sql.Composable | None, list[An
     return sql.SQL(" AND ").join(parts), params
 
 
-def _copy_rows(conn: Any, captured: CapturedTable, work: SnapshotWork, on_row: Any) -> None:
+def _copy_rows(conn: Any, captured: CapturedTable, work: SnapshotWork, on_row: Any, stop: threading.Event) -> None:
     base = snap.select_statement(captured, {captured.collection: work.override} if work.override else {})
     condition, params = _chunk_condition(work)
     query: sql.Composable = base
@@ -248,7 +250,7 @@ def _copy_rows(conn: Any, captured: CapturedTable, work: SnapshotWork, on_row: A
         text = cur.mogrify(query, params) if params else query.as_string(conn)
         if isinstance(text, bytes):
             text = text.decode()
-        sink = snap._LineSink(lambda line: on_row(snap.parse_copy_line(line)), threading.Event())
+        sink = snap._LineSink(lambda line: on_row(snap.parse_copy_line(line)), stop)
         cur.copy_expert(f"COPY ({text}) TO STDOUT", sink, size=1 << 16)
 
 
@@ -617,7 +619,7 @@ class PgChangeFeed(ChangeFeed):
 def _ends_inside_tx(chunk: Chunk) -> bool:
     pos = copy.copy(chunk.position)
     for payload, lsn in chunk.messages:
-        advance(pos, payload, lsn)
+        advance_position(pos, payload, lsn)
     return pos.final_lsn is not None
 
 
@@ -626,7 +628,7 @@ def _split(chunk: Chunk, end_key: tuple[int, int]) -> tuple[Chunk | None, Chunk]
     chunks of other sizes than the batch that logged the offset)."""
     pos = copy.copy(chunk.position)
     for i, (payload, lsn) in enumerate(chunk.messages):
-        advance(pos, payload, lsn)
+        advance_position(pos, payload, lsn)
         key = offset_key(position_offset(pos))
         if key == end_key:
             head = Chunk(chunk.position, chunk.messages[: i + 1], dict(chunk.relations))

@@ -43,16 +43,15 @@ import psycopg2
 from headwater.connectors.postgres import pgoutput as pg
 from headwater.connectors.postgres.connection import connection_error, first_line
 from headwater.connectors.postgres.events import (
-    BEGIN,
     COMMIT,
     DATA_CHANGES,
-    MESSAGE,
     RELATION,
     TRUNCATE,
     BuilderSettings,
     ChangeEventBuilder,
     Chunk,
     StreamPosition,
+    advance_position,
     relation_oid,
 )
 from headwater.connectors.postgres.schemas import SchemaRegistry
@@ -325,29 +324,17 @@ class StreamingReader:
         """Track the position and collect the message into the current chunk; relation
         messages (which may read the catalog) are handled here, between chunks."""
         kind = payload[0]
-        pos = self.position
-        if self._chunk_start is None and kind != RELATION:
-            self._chunk_start = copy.copy(pos)
-        if kind in DATA_CHANGES:
-            pos.data()
-            self._chunk_oids.add(relation_oid(payload))
-        elif kind == BEGIN:
-            pos.begin(pg.decode(payload))
-        elif kind == COMMIT:
-            pos.commit(pg.decode(payload))
-        elif kind == RELATION:
+        if kind == RELATION:
             self._submit_chunk()
             self.builder.handle(payload, lsn)  # registry update (catalog read) on this thread
             return
+        if self._chunk_start is None:
+            self._chunk_start = copy.copy(self.position)
+        advance_position(self.position, payload, lsn)
+        if kind in DATA_CHANGES:
+            self._chunk_oids.add(relation_oid(payload))
         elif kind == TRUNCATE:
-            pos.data()
             self._chunk_oids.update(pg.decode(payload).relation_oids)
-        elif kind == MESSAGE:
-            msg = pg.decode(payload)
-            if msg.transactional:
-                pos.data()
-            else:
-                pos.non_transactional_message(lsn)
         self._chunk.append((payload, lsn))
         if len(self._chunk) >= _WORKER_CHUNK:
             self._submit_chunk()

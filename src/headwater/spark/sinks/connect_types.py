@@ -222,22 +222,27 @@ def convert_sql(expr: str, schema: Schema, decimal_format: str = "base64", depth
 def _decimal_text_sql(b64: str, scale: str) -> str:
     """The decimal text of a big-endian two's-complement unscaled value (base64) and a scale.
 
-    The bytes are sign-extended to 128 bits and split into two 64-bit halves, which ``conv``
-    turns into (unsigned) decimal digits; negative values are complemented first (−x = ~x + 1).
-    Values wider than 16 bytes (more than 38 digits) are beyond Spark's decimals: NULL."""
+    The bytes are sign-extended to 128 bits, negative values complemented (−x = ~x + 1), and the
+    two 64-bit halves turned into decimals with ``conv``. A 128-bit magnitude can have 39 digits,
+    one more than Spark's decimals hold, so it is printed as ``M div 10`` and ``M mod 10``:
+    with M = hi·2⁶⁴ + lo and 2⁶⁴ = 10·1844674407370955161 + 6, M = 10·A + B where
+    A = hi·1844674407370955161 and B = 6·hi + lo (+1 for negatives), all within 38 digits.
+    Each sub-expression appears only a few times (no LET in SQL; lambdas would do, but nested
+    one-element ``transform`` calls gave wrong results here). Wider than 16 bytes: NULL."""
     h = f"hex(unbase64({b64}))"
     neg = f"(substr({h}, 1, 1) >= '8')"
-    padded = f"lpad({h}, 32, if({neg}, 'F', '0'))"
-    mag_hex = f"if({neg}, translate({padded}, '0123456789ABCDEF', 'FEDCBA9876543210'), {padded})"
+    mag_hex = f"translate(lpad({h}, 32, if({neg}, 'F', '0')), if({neg}, 'FEDCBA9876543210', ''), '0123456789ABCDEF')"
     hi = f"CAST(conv(substr({mag_hex}, 1, 16), 16, 10) AS DECIMAL(38, 0))"
     lo = f"CAST(conv(substr({mag_hex}, 17, 16), 16, 10) AS DECIMAL(38, 0))"
-    mag = (f"try_add(try_add(try_multiply({hi}, CAST(18446744073709551616 AS DECIMAL(38, 0))), {lo}), "
-           f"if({neg}, CAST(1 AS DECIMAL(38, 0)), CAST(0 AS DECIMAL(38, 0))))")
-    digits = f"CAST({mag} AS STRING)"
+    b = f"({hi} * CAST(6 AS DECIMAL(1, 0)) + {lo} + if({neg}, CAST(1 AS DECIMAL(1, 0)), CAST(0 AS DECIMAL(1, 0))))"
+    quotient = f"CAST({hi} * CAST(1844674407370955161 AS DECIMAL(19, 0)) + floor({b} / 10) AS DECIMAL(38, 0))"
+    digits = f"concat(CAST({quotient} AS STRING), CAST(CAST({b} % 10 AS INT) AS STRING))"  # may start with 0
     s = f"({scale})"
-    padded_digits = f"lpad({digits}, greatest(length({digits}), {s} + 1), '0')"  # lpad would cut longer ones
-    body = (f"CASE WHEN {s} > 0 THEN concat(substr({padded_digits}, 1, length({padded_digits}) - {s}), '.', "
-            f"substr({padded_digits}, -{s})) ELSE concat({digits}, repeat('0', -{s})) END")
+    # pad with `scale` zeros, then the point before the last `scale` digits; leading zeros go
+    fraction = (f"regexp_replace(concat(repeat('0', {s}), {digits}), "
+                f"concat('^0*([0-9]+)([0-9]{{', CAST({s} AS STRING), '}})$'), '$1.$2')")
+    whole = f"regexp_replace(concat({digits}, repeat('0', -{s})), '^0+([0-9])', '$1')"
+    body = f"if({s} > 0, {fraction}, {whole})"
     return f"CASE WHEN {b64} IS NULL OR length({h}) > 32 THEN NULL ELSE concat(if({neg}, '-', ''), {body}) END"
 
 

@@ -44,6 +44,10 @@ on the connector), ``decimal.format`` (``base64``/``numeric``, as ``value.conver
 ``changelog`` / ``current`` (``true``/``false``: write either kind of table), ``txn.app.id``
 (replaces the streaming query id in the transaction ids), ``table.prefix`` (also register the
 tables in the session catalog as ``<prefix><topic>``, non-alphanumerics as ``_``).
+
+Topics are written one after another: MERGE's idempotent-write id is a session setting (Delta
+reads it at commit), so two tables committing at once from one session could take each
+other's id and skip a write.
 """
 
 from __future__ import annotations

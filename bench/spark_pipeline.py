@@ -1,0 +1,419 @@
+#!/usr/bin/env python
+"""Spark pipeline benchmark: Headwater's Spark source + Delta sink against the per-connection ceilings.
+
+One throwaway PostgreSQL 15 cluster, one table ``t`` of ``--rows`` rows (6 columns), one local[2]
+SparkSession for the whole run:
+
+1. snapshot — the raw ``COPY (SELECT * FROM t) TO STDOUT`` rate of one psycopg2 connection into a
+   null writer (the ceiling per connection) against an ``availableNow`` run of
+   ``headwater.spark.pipeline.Pipeline`` (source ``headwater`` → ``DeltaSink``) over a fresh slot,
+   a fresh checkpoint and a fresh Delta directory, timed from ``query.start()`` until
+   ``awaitTermination()`` returned (SparkSession start-up excluded, everything else included);
+   the Delta current-state table must then hold ``--rows`` rows with PostgreSQL's ``sum(amount)``.
+2. streaming — per workload (``big``: one ``UPDATE`` of every row; ``small``: pgbench transactions
+   of 10 rows), the raw pgoutput receive rate of a minimal psycopg2 counting client on a copy of a
+   slot made before the workload (``bench/standalone_stream.py``'s ceiling) against a timed
+   ``availableNow`` run that consumes the same WAL into the Delta table the snapshot wrote. The
+   pipeline's slot, checkpoint and Delta table all exist before the workload (they are the
+   snapshot run's); every repeat runs on copies of them (``pg_copy_logical_replication_slot`` and
+   directory copies, made before the clock starts). Verified: input rows = changed rows, and the
+   Delta table's row count and ``sum(amount)`` equal PostgreSQL's.
+
+Targets (2-core machine): snapshot >= 25 % of the COPY ceiling, streaming >= 30 % of the receive
+ceiling. Run ``.venv/bin/python bench/spark_pipeline.py --help``; see bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from headwater.embedded.postgres import drop_replication_slot
+from standalone_stream import SETTINGS, Bench, Segment, log
+
+TARGET_SNAPSHOT = 0.25  # Spark snapshot rows/s ÷ COPY rows/s
+TARGET_STREAM = 0.30  # Spark streaming rows/s ÷ pgoutput receive rows/s
+TOPIC = "bench.public.t"
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclass
+class SparkRun:
+    """One timed availableNow run of the pipeline."""
+
+    name: str
+    rows: int  # expected changed (or snapshot) rows
+    elapsed_s: float  # query.start() → awaitTermination() returned
+    input_rows: int  # numInputRows summed over the run's micro-batches
+    batches: int
+    delta_rows: int | None = None
+    sum_ok: bool | None = None
+    sink_timings: dict[str, float] = field(default_factory=dict)  # DeltaSink.timings: summary, current.*
+    batch_durations: list[dict[str, Any]] = field(default_factory=list)  # per batch durationMs from progress
+    error: str | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass
+class Result:
+    name: str
+    rows: int
+    ceiling_s: list[float]
+    spark: list[SparkRun]
+    target: float
+    wal_bytes: int | None = None
+    ceiling_errors: list[str] = field(default_factory=list)
+
+    @property
+    def ceiling_rate(self) -> float | None:
+        return self.rows / statistics.median(self.ceiling_s) if self.ceiling_s else None
+
+    @property
+    def spark_rate(self) -> float | None:
+        ok = [r.elapsed_s for r in self.spark if r.error is None]
+        return self.rows / statistics.median(ok) if ok else None
+
+    @property
+    def ratio(self) -> float | None:
+        c, s = self.ceiling_rate, self.spark_rate
+        return s / c if c and s else None
+
+    @property
+    def passed(self) -> bool:
+        return (self.ratio is not None and self.ratio >= self.target and not self.ceiling_errors
+                and all(r.error is None for r in self.spark))
+
+
+class NullWriter:
+    """The COPY ceiling's destination: counts bytes, keeps nothing."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def write(self, data: Any) -> int:
+        self.bytes += len(data)
+        return len(data)
+
+
+class SparkBench(Bench):
+    def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__(args)
+        self.spark: Any = None
+        self.base: tuple[str, Path, Path] | None = None  # the pipeline's slot, checkpoint, Delta dir
+        self.runs = 0
+
+    # -- Spark ------------------------------------------------------------------------------
+    def start_spark(self, spark: Any | None) -> float:
+        """The SparkSession plus a warm-up (one Python task, one tiny Delta write): JVM start,
+        class loading and the first Python worker fork are start-up, not pipeline work."""
+        t = time.monotonic()
+        if spark is None:
+            from headwater.spark.session import build_session
+
+            spark = build_session("headwater-bench", master=self.args.master, conf={
+                "spark.driver.memory": self.args.driver_memory,
+                "spark.sql.warehouse.dir": str(self.work / "warehouse"),
+                "spark.sql.streaming.stopTimeout": "60s",
+            })
+        else:
+            from headwater.spark.source import register
+
+            register(spark)
+        self.spark = spark
+        spark.range(4).rdd.map(lambda x: x).count()
+        spark.range(1).write.format("delta").mode("overwrite").save(str(self.work / "warmup"))
+        elapsed = time.monotonic() - t
+        log(f"SparkSession ({spark.sparkContext.master}) + warm-up: {elapsed:.1f} s")
+        return elapsed
+
+    def source_props(self, slot: str) -> dict[str, str]:
+        return {
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            "database.hostname": self.pg.host,
+            "database.port": str(self.pg.port),
+            "database.user": "postgres",
+            "database.dbname": "bench",
+            "topic.prefix": "bench",
+            "plugin.name": "pgoutput",
+            "slot.name": slot,
+            "publication.name": "b_pub",
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": "public.t",
+            "snapshot.mode": "initial",
+            **({"snapshotChunkRows": str(self.args.chunk_rows)} if self.args.chunk_rows else {}),
+            **({"snapshotParallelism": str(self.args.parallelism)} if self.args.parallelism else {}),
+            **({"maxRowsPerBatch": str(self.args.max_rows_per_batch)} if self.args.max_rows_per_batch else {}),
+        }
+
+    def spark_run(self, name: str, rows: int, slot: str, checkpoint: Path, delta: Path) -> SparkRun:
+        from headwater.spark.pipeline import Pipeline, PipelineSpec, SinkSpec
+
+        sink = {"path": str(delta), "changelog": "true" if self.args.changelog else "false"}
+        spec = PipelineSpec(source=self.source_props(slot), sinks=[SinkSpec("delta", sink)], checkpoint=checkpoint,
+                            trigger={"availableNow": True}, app_name=f"bench-{name}", base_dir=self.work)
+        pipeline = Pipeline(spec, spark=self.spark)
+        error = None
+        t0 = time.monotonic()
+        try:
+            pipeline.start()
+            if not pipeline.await_termination(self.args.timeout):
+                error = f"timeout after {self.args.timeout} s"
+                pipeline.stop()
+        except Exception as exc:  # the query failed: keep measuring the other runs
+            error = f"query failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        elapsed = time.monotonic() - t0
+        progress = [json.loads(p.json) for p in (pipeline.query.recentProgress if pipeline.query else [])]
+        progress = [p for p in progress if p.get("numInputRows", 0) or p.get("durationMs", {}).get("addBatch")]
+        run = SparkRun(name, rows, elapsed, sum(int(p.get("numInputRows", 0)) for p in progress), len(progress),
+                       sink_timings=dict(pipeline.sinks[0].timings),
+                       batch_durations=[{"batch": p.get("batchId"), "rows": p.get("numInputRows"),
+                                         **p.get("durationMs", {})} for p in progress], error=error)
+        if error is None:
+            self.verify(run, delta)
+        return run
+
+    def verify(self, run: SparkRun, delta: Path) -> None:
+        from pyspark.sql import functions as F
+
+        from headwater.spark.sinks.delta import DeltaSink
+
+        path = DeltaSink(self.spark, str(delta)).table_path(TOPIC)
+        row = self.spark.read.format("delta").load(path).agg(F.count(F.lit(1)).alias("n"),
+                                                              F.sum("amount").alias("s")).first()
+        run.delta_rows = int(row["n"])
+        pg_sum = self.sql("SELECT sum(amount) FROM t")[0]
+        run.sum_ok = Decimal(row["s"] or 0) == Decimal(pg_sum)
+        problems = []
+        if run.delta_rows != self.args.rows:
+            problems.append(f"Delta table holds {run.delta_rows:,} rows, expected {self.args.rows:,}")
+        if not run.sum_ok:
+            problems.append(f"Delta sum(amount) {row['s']} != PostgreSQL's {pg_sum}")
+        if run.input_rows != run.rows:
+            problems.append(f"the query read {run.input_rows:,} rows, expected {run.rows:,}")
+        if problems:
+            run.error = "; ".join(problems)
+
+    # -- snapshot -----------------------------------------------------------------------------
+    def copy_ceiling(self) -> list[float]:
+        times = []
+        for i in range(max(self.args.repeat, 3)):
+            conn = self.pg.connect("bench")
+            try:
+                sink = NullWriter()
+                t = time.monotonic()
+                with conn.cursor() as cur:
+                    cur.copy_expert("COPY (SELECT * FROM t) TO STDOUT", sink, size=65536)
+                times.append(time.monotonic() - t)
+            finally:
+                conn.close()
+            log(f"snapshot #{i + 1} COPY ceiling: {times[-1]:6.2f} s  {self.args.rows / times[-1]:>9,.0f} rows/s "
+                f"({sink.bytes / 2**20:.0f} MiB)")
+        return times
+
+    def snapshot(self) -> Result:
+        ceiling = self.copy_ceiling()
+        runs: list[SparkRun] = []
+        for i in range(self.args.repeat):
+            self.runs += 1
+            slot, checkpoint, delta = f"hw_snap_{self.runs}", *self._dirs()
+            self.sql("CHECKPOINT")
+            r = self.spark_run("snapshot", self.args.rows, slot, checkpoint, delta)
+            runs.append(r)
+            self._log_run(i, r)
+            # the last repeat's slot, checkpoint and table are where streaming starts
+            if self.base is not None:
+                self._drop_base()
+            self.base = (slot, checkpoint, delta)
+        return Result("snapshot", self.args.rows, ceiling, runs, TARGET_SNAPSHOT)
+
+    # -- streaming ----------------------------------------------------------------------------
+    def stream(self, seg: Segment) -> Result:
+        ceiling: list[float] = []
+        errors: list[str] = []
+        for i in range(self.args.repeat):
+            r = self.ceiling(seg)
+            log(f"{seg.name} #{i + 1} receive ceiling: {r.elapsed_s:6.2f} s  {r.rate:>9,.0f} rows/s"
+                + (f"  ERROR {r.error}" if r.error else ""))
+            if r.error:
+                errors.append(r.error)
+            else:
+                ceiling.append(r.elapsed_s)
+        assert self.base is not None
+        base_slot, base_ckpt, base_delta = self.base
+        runs: list[SparkRun] = []
+        last: tuple[str, Path, Path] | None = None
+        for i in range(self.args.repeat):
+            self.runs += 1
+            slot, checkpoint, delta = f"hw_{seg.name}_{self.runs}", *self._dirs()
+            self.sql("SELECT pg_copy_logical_replication_slot(%s, %s, false, 'pgoutput')", (base_slot, slot))
+            shutil.copytree(base_ckpt, checkpoint)
+            shutil.copytree(base_delta, delta)
+            self.sql("CHECKPOINT")
+            r = self.spark_run(seg.name, seg.rows, slot, checkpoint, delta)
+            runs.append(r)
+            self._log_run(i, r)
+            if last is not None:
+                self._drop(last)
+            last = (slot, checkpoint, delta)
+        # the next workload continues from this one's end state
+        self._drop_base()
+        self.base = last
+        return Result(seg.name, seg.rows, ceiling, runs, TARGET_STREAM, wal_bytes=seg.wal_bytes, ceiling_errors=errors)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _dirs(self) -> tuple[Path, Path]:
+        return self.work / f"ckpt-{self.runs}", self.work / f"delta-{self.runs}"
+
+    def _log_run(self, i: int, r: SparkRun) -> None:
+        timings = ", ".join(f"{k} {v:.1f} s" for k, v in sorted(r.sink_timings.items()))
+        log(f"{r.name} #{i + 1} spark: {r.elapsed_s:6.2f} s  {r.rate:>9,.0f} rows/s  ({r.batches} batch(es), "
+            f"{r.input_rows:,} input rows; sink {timings})" + (f"  ERROR {r.error}" if r.error else ""))
+
+    def _drop(self, triple: tuple[str, Path, Path]) -> None:
+        slot, checkpoint, delta = triple
+        drop_replication_slot(self.conn, slot)
+        if not self.args.keep:
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            shutil.rmtree(delta, ignore_errors=True)
+
+    def _drop_base(self) -> None:
+        if self.base is not None:
+            self._drop(self.base)
+            self.base = None
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def report(results: list[Result]) -> bool:
+    header = (f"{'phase':<10} {'rows':>10} {'ceiling':<17} {'ceiling rows/s':>15} {'spark rows/s':>13} "
+              f"{'ratio':>6} {'target':>7}  verdict")
+    print()
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        kind = "COPY TO STDOUT" if r.name == "snapshot" else "pgoutput receive"
+        print(f"{r.name:<10} {r.rows:>10,} {kind:<17} {_fmt(r.ceiling_rate, ',.0f'):>15} "
+              f"{_fmt(r.spark_rate, ',.0f'):>13} {_fmt(r.ratio, '.2f'):>6} {r.target:>7.2f}  "
+              f"{'PASS' if r.passed else 'FAIL'}")
+    for r in results:
+        for e in r.ceiling_errors:
+            print(f"  error in {r.name} ceiling: {e}")
+        for run in r.spark:
+            if run.error:
+                print(f"  error in {r.name} spark: {run.error}")
+    ok = bool(results) and all(r.passed for r in results)
+    print(f"\n{'PASS' if ok else 'FAIL'}: " + "; ".join(f"{r.name} {'ok' if r.passed else 'FAILED'}" for r in results))
+    return ok
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter,
+                                epilog="Targets: snapshot >= 0.25 × COPY ceiling; streaming >= 0.30 × receive ceiling.")
+    p.add_argument("--rows", type=int, default=None, help="table rows = snapshot rows = rows changed by big "
+                   "(default 1,000,000; --small 50,000)")
+    p.add_argument("--transactions", type=int, default=None,
+                   help="small: pgbench transactions of 10 rows (default 100,000; --small 5,000; even)")
+    p.add_argument("--phases", default="snapshot,big,small", help="comma list of snapshot, big, small "
+                   "(big and small start from the snapshot's table, so snapshot always runs)")
+    p.add_argument("--repeat", type=int, default=1, help="runs per consumer and phase; medians are reported "
+                       "(the COPY ceiling runs at least 3 times)")
+    p.add_argument("--small", action="store_true", help="smoke run: 50,000 rows, 5,000 small transactions")
+    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument("--driver-memory", default="4g", help="spark.driver.memory (default 4g)")
+    p.add_argument("--chunk-rows", type=int, default=None, help="source option snapshotChunkRows")
+    p.add_argument("--parallelism", type=int, default=None, help="source option snapshotParallelism")
+    p.add_argument("--max-rows-per-batch", type=int, default=None, help="source option maxRowsPerBatch")
+    p.add_argument("--changelog", action="store_true", help="also write the Delta change-log tables "
+                   "(default: current-state tables only)")
+    p.add_argument("--json", metavar="OUT", help="results JSON (default bench/results/spark_pipeline-<time>.json)")
+    p.add_argument("--timeout", type=float, default=1200, help="seconds per consumer run (default 1200)")
+    p.add_argument("--keep", action="store_true", help="keep the cluster and the work dir")
+    args = p.parse_args(argv)
+    args.rows = args.rows or (50_000 if args.small else 1_000_000)
+    args.transactions = args.transactions or (5_000 if args.small else 100_000)
+    args.phase_list = [w.strip() for w in args.phases.split(",") if w.strip()]
+    if set(args.phase_list) - {"snapshot", "big", "small"}:
+        p.error("--phases takes snapshot, big, small")
+    if args.rows < 100 or args.rows % 10:
+        p.error("--rows must be a multiple of 10, at least 100")
+    if args.transactions < 2 or args.transactions % 2:
+        p.error("--transactions must be even (two pgbench clients)")
+    # what standalone_stream.Bench reads
+    args.output_dir, args.headwater, args.keep_output = None, "", False
+    args.consumer_list = ["ceiling"]
+    return args
+
+
+def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
+    args = parse_args(argv)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    t_start = time.monotonic()
+    bench = SparkBench(args)
+    results: list[Result] = []
+    startup = None
+    try:
+        bench.start()
+        startup = bench.start_spark(spark)
+        bench.load(args.rows)
+        results.append(bench.snapshot())
+        for phase in args.phase_list:
+            if phase == "big":
+                results.append(bench.stream(bench.update_all("big")))
+            elif phase == "small":
+                results.append(bench.stream(bench.pgbench("small", args.rows, args.transactions)))
+    finally:
+        with contextlib.suppress(Exception):
+            bench._drop_base()
+        if spark is None and bench.spark is not None:
+            bench.spark.stop()
+        bench.close()
+    total = time.monotonic() - t_start
+    ok = report(results)
+    print(f"total {total:.0f} s on {os.cpu_count()} cores (SparkSession + warm-up {_fmt(startup, '.1f')} s, "
+          f"load average at end {os.getloadavg()[0]:.1f})")
+    out = Path(args.json) if args.json else RESULTS / f"spark_pipeline-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "command": " ".join([Path(sys.executable).name, "bench/spark_pipeline.py", *(argv or sys.argv[1:])]),
+        "args": {k: v for k, v in vars(args).items() if k not in ("phase_list", "consumer_list", "output_dir",
+                                                                   "headwater", "keep_output")},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+                    "loadavg_end": os.getloadavg()},
+        "pg_settings": SETTINGS,
+        "spark_startup_s": startup,
+        "total_s": total,
+        "results": [{"name": r.name, "rows": r.rows, "wal_bytes": r.wal_bytes, "ceiling_s": r.ceiling_s,
+                     "ceiling_rows_per_s": r.ceiling_rate, "spark_rows_per_s": r.spark_rate, "ratio": r.ratio,
+                     "target": r.target, "pass": r.passed, "ceiling_errors": r.ceiling_errors,
+                     "spark_runs": [{**asdict(s), "rate": s.rate} for s in r.spark]} for r in results],
+        "pass": ok,
+    }
+    out.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    print(f"wrote {out}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
