@@ -77,6 +77,11 @@ def position_offset(pos: StreamPosition) -> Offset:
     return {"phase": PHASE_STREAM, **pos.offset(None, pos.tx_msgs)}
 
 
+def _mark(pos: StreamPosition) -> tuple[Any, ...]:
+    """What moves when the reader handles a message (restart LSN first)."""
+    return pos.restart_lsn, pos.message_lsn, pos.xid, pos.final_lsn, pos.tx_msgs
+
+
 # -- work items -------------------------------------------------------------------------------
 
 @dataclass
@@ -266,6 +271,7 @@ class _ChunkCollector:
         self.chunks: queue.Queue[tuple[Chunk, StreamPosition]] = queue.Queue(_QUEUE_CHUNKS)
         self.reader: StreamingReader | None = None
         self.stop = threading.Event()
+        self.handed: tuple[Any, ...] | None = None  # _mark() of the position after the last chunk queued
 
     def start(self, settings: BuilderSettings) -> None:
         pass
@@ -279,6 +285,7 @@ class _ChunkCollector:
         while not self.stop.is_set():
             try:
                 self.chunks.put(item, timeout=1.0)
+                self.handed = _mark(item[1])
                 break
             except queue.Full:
                 self.reader._keepalive()
@@ -343,22 +350,34 @@ class PgChangeFeed(ChangeFeed):
         limit = max_records or 1_000_000
         count = sum(len(c.messages) for c, _ in self._ready)
         deadline = time.monotonic() + (0.5 if self._target_lsn is None else 120.0)
-        while count < limit:
+        start_key = offset_key(start)
+        while True:
             self._check_reader()
-            if self._target_lsn is not None and not self._ready and self._caught_up():
+            # a chunk may end where the batch starts (e.g. only the BEGIN of the transaction a
+            # restart resumes in): returning `start` then would end an AvailableNow run early
+            progress = offset_key(self._batch_end(start, limit)) > start_key
+            if progress and count >= limit:
+                break
+            if self._target_lsn is not None and not progress and self._caught_up():
                 break
             try:
-                item = self._collector.chunks.get(timeout=0 if self._ready else 0.2)  # type: ignore[union-attr]
+                item = self._collector.chunks.get(timeout=0 if progress else 0.2)  # type: ignore[union-attr]
             except queue.Empty:
-                if self._ready or time.monotonic() >= deadline:
+                if progress or time.monotonic() >= deadline:
                     break
                 continue
             self._ready.append(item)
             count += len(item[0].messages)
+        return self._batch_end(start, limit)
+
+    def _batch_end(self, start: Offset, limit: int) -> Offset:
+        """The end of the next batch from what was read ahead: about `limit` messages, but never
+        cut before the position moved past `start`."""
         end = start
+        start_key = offset_key(start)
         counted = 0
         for chunk, after in self._ready:
-            if counted and counted + len(chunk.messages) > limit:
+            if counted and counted + len(chunk.messages) > limit and offset_key(end) > start_key:
                 break
             counted += len(chunk.messages)
             candidate = position_offset(after)
@@ -399,16 +418,17 @@ class PgChangeFeed(ChangeFeed):
     def _caught_up(self) -> bool:
         """AvailableNow: every message before the target LSN was received and handed over (the
         server's keepalives tell how far it has sent; it sends one when it has nothing more)."""
-        reader, target = self._reader, self._target_lsn
-        assert reader is not None and target is not None and self._collector is not None
-        if reader.position.restart_lsn >= target:
-            return self._collector.chunks.empty()
+        reader, target, collector = self._reader, self._target_lsn, self._collector
+        assert reader is not None and target is not None and collector is not None
+        # wal_end first: the reader handled every message that arrived before the keepalive
         cursor = reader._cursor
-        wal_end = getattr(cursor, "wal_end", 0) or 0 if cursor is not None else 0
-        if wal_end < target or reader.position.xid is not None:
+        wal_end = (getattr(cursor, "wal_end", 0) or 0) if cursor is not None else 0
+        mark = _mark(reader.position)
+        if mark != collector.handed:
+            return False  # read, but still in the reader's open chunk (or on its way to the queue)
+        if mark[0] < target and (wal_end < target or mark[2] is not None):
             return False
-        time.sleep(0.05)  # let the reader hand over what it read before that keepalive
-        return self._collector.chunks.empty() and not reader._chunk
+        return collector.chunks.empty()
 
     def commit(self, end: Offset) -> None:
         if end.get("phase") != PHASE_STREAM:
@@ -583,6 +603,7 @@ class PgChangeFeed(ChangeFeed):
             flush_lsn_to_server=c._flush_lsn_enabled(), emit=lambda items: None, position=position,
             pool=collector, spools=c._stream_spools(), server_version=c._server_version)
         collector.reader = reader
+        collector.handed = _mark(position)
         self._collector, self._reader, self._reader_start = collector, reader, start
         reader.start()
         self._thread = threading.Thread(target=self._run_reader, name="headwater-feed", daemon=True)

@@ -31,23 +31,28 @@ Current state, per batch and topic:
 5. Columns new in the source schema are added to the table first (``ALTER TABLE … ADD COLUMNS``);
    dropped columns stay (NULL in rows inserted afterwards).
 
-Exactly-once per batch: every commit carries Delta's idempotent-write id (``txnAppId`` =
-``headwater-delta:<streaming query id>:<step>``, ``txnVersion`` = batch id), so a batch Spark
-replays after a crash skips the tables it already wrote. The position guard makes re-applying
-older events harmless as well, with one limit: rows are deleted physically, so re-applying an
-old *insert* after its row was deleted by a later, committed batch would bring the row back.
-Spark never replays a committed batch, so this only matters if a checkpoint is reset while the
-tables are kept — start such a run with a fresh table directory.
+Exactly-once per batch. Change-log appends carry Delta's idempotent-write id (``txnAppId`` =
+``headwater-delta:<streaming query id>:changelog``, ``txnVersion`` = batch id), so a batch Spark
+replays after a crash skips the change logs it already wrote. The current state needs no id: a
+replayed batch holds the same events, and the position guard makes each of them a no-op (the
+stored row already carries that position; a key whose latest event is a delete is gone and a
+delete inserts nothing; a truncate only removes rows older than itself). The limit: rows are
+deleted physically, so re-applying an old *insert* after its row was deleted by a later,
+committed batch would bring the row back. Spark never replays a committed batch, so this only
+matters if a checkpoint is reset while the tables are kept — start such a run with a fresh table
+directory.
+
+The topics of a batch are written concurrently (``parallelism``, default 4, from a small thread
+pool): each table's commits are independent, and one at a time a batch spends most of its time
+in per-commit overhead (planning, Delta log work) while the executors idle. Nothing here uses
+session-wide settings, so the threads cannot disturb each other's commits.
 
 Options (``options=`` or the pipeline's sink entry): ``unavailable.value.placeholder`` (as set
 on the connector), ``decimal.format`` (``base64``/``numeric``, as ``value.converter.decimal.format``),
 ``changelog`` / ``current`` (``true``/``false``: write either kind of table), ``txn.app.id``
 (replaces the streaming query id in the transaction ids), ``table.prefix`` (also register the
-tables in the session catalog as ``<prefix><topic>``, non-alphanumerics as ``_``).
-
-Topics are written one after another: MERGE's idempotent-write id is a session setting (Delta
-reads it at commit), so two tables committing at once from one session could take each
-other's id and skip a write.
+tables in the session catalog as ``<prefix><topic>``, non-alphanumerics as ``_``),
+``parallelism`` (tables written at once).
 """
 
 from __future__ import annotations
@@ -55,8 +60,10 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,9 +84,8 @@ KEY_PROPERTY = "headwater.key.columns"
 DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
 DEFAULT_APP_ID = "headwater-delta"
 OPTIONS = ("unavailable.value.placeholder", "decimal.format", "value.converter.decimal.format", "changelog",
-           "current", "txn.app.id", "table.prefix")
-_TXN_APP = "spark.databricks.delta.write.txnAppId"
-_TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+           "current", "txn.app.id", "table.prefix", "parallelism")
+DEFAULT_PARALLELISM = 4
 # characters Delta accepts in column names only with column mapping
 _SPECIAL = re.compile(r"[ ,;{}()\n\t=]")
 
@@ -147,6 +153,11 @@ class DeltaSink:
         self.current = _flag(opts, "current", True)
         self.app_id = opts.pop("txn.app.id", None)
         self.table_prefix = table_prefix if table_prefix is not None else opts.pop("table.prefix", None)
+        raw = opts.pop("parallelism", str(DEFAULT_PARALLELISM))
+        if not raw.strip().isdigit() or int(raw) < 1:
+            raise ConfigError([f"delta sink option parallelism={raw!r}: expected a whole number >= 1"])
+        self.parallelism = int(raw)
+        self._lock = threading.Lock()  # the timings, when tables are written concurrently
         self._tables: dict[str, _Table | None] = {}
         # per topic: the schema prefixes seen (value: text up to ',"payload":' → envelope schema;
         # key: → (key fields, wrapped)); None as prefix: any key (keys without schemas)
@@ -162,7 +173,8 @@ class DeltaSink:
             yield
         finally:
             elapsed = time.perf_counter() - started
-            self.timings[step] = self.timings.get(step, 0.0) + elapsed
+            with self._lock:
+                self.timings[step] = self.timings.get(step, 0.0) + elapsed
             log.debug("delta sink: %s took %.2f s", step, elapsed)
 
     def __repr__(self) -> str:
@@ -188,8 +200,22 @@ class DeltaSink:
         if not summaries:
             return
         app = self._app_id(session)
-        for topic in sorted(summaries):
-            self._write_topic(session, data.filter(F.col("topic") == topic), summaries[topic], batch_id, app)
+        topics = sorted(summaries)
+        if len(topics) == 1 or self.parallelism == 1:
+            for topic in topics:
+                self._write_topic(session, data.filter(F.col("topic") == topic), summaries[topic], batch_id, app)
+            return
+        from pyspark.util import inheritable_thread_target
+
+        # the threads take the stream's local properties (job group, query id): stopping the query
+        # cancels their jobs too
+        write = inheritable_thread_target(session)(self._write_topic)
+        with ThreadPoolExecutor(max_workers=min(self.parallelism, len(topics)),
+                                thread_name_prefix="headwater-delta") as pool:
+            futures = [pool.submit(write, session, data.filter(F.col("topic") == topic), summaries[topic],
+                                   batch_id, app) for topic in topics]
+            for future in futures:  # the first failure fails the batch; Spark replays it
+                future.result()
 
     def _app_id(self, session: Any) -> str:
         if self.app_id:
@@ -451,8 +477,7 @@ class DeltaSink:
         from pyspark.sql import functions as F
 
         if summary.last_truncate is not None and table is not None:
-            with _txn(session, f"{app}:truncate", batch_id):
-                DeltaTable.forPath(session, path).delete(F.col(POSITION) < F.lit(summary.last_truncate))
+            DeltaTable.forPath(session, path).delete(F.col(POSITION) < F.lit(summary.last_truncate))
         if summary.events == 0 or not topic.key_fields:
             return
         events = parsed.filter(F.col("op") != "t")
@@ -464,7 +489,7 @@ class DeltaSink:
         values = {quote(f["field"]): f"s.__hw_c{i}" for i, f in enumerate(columns)}
         values.update({quote(POSITION): "s.__hw_position", quote(OP): "s.__hw_op", quote(TS_MS): "s.__hw_ts_ms"})
         merge_app = f"{app}:merge"
-        with _txn(session, merge_app, batch_id), self._timed("current.write"):
+        with self._timed("current.write"):
             if table.empty:
                 # a table this sink just created: nothing to merge with, append the upserts
                 inserted = source.filter("__hw_op <> 'd'").select(
@@ -534,20 +559,6 @@ class DeltaSink:
         full = f"{quote(database)}.{name}" if database else name
         session.sql(f"CREATE TABLE IF NOT EXISTS {full} USING DELTA LOCATION {sql_string(path)}")
         self._registered.add(path)
-
-
-@contextmanager
-def _txn(session: Any, app: str, version: int) -> Iterator[None]:
-    """Delta's idempotent writes for DML: a commit with an (app, version) at or below the one the
-    table recorded for the app is skipped (MERGE, DELETE and appends honour these session confs)."""
-    conf = session.conf
-    conf.set(_TXN_APP, app)
-    conf.set(_TXN_VERSION, str(version))
-    try:
-        yield
-    finally:
-        conf.unset(_TXN_APP)
-        conf.unset(_TXN_VERSION)
 
 
 def _schema_prefix(text: str) -> tuple[Any, str]:
