@@ -303,6 +303,7 @@ class PgChangeFeed(ChangeFeed):
         self._snapshot_name: str | None = None
         self._snapshot_lsn: int | None = None
         self._snapshot_txid: int | None = None
+        self._snapshot_conn: Any = None         # holds a snapshot exported by _export_snapshot open
         self._registry: Any = None
         self._reader: StreamingReader | None = None
         self._collector: _ChunkCollector | None = None
@@ -323,7 +324,17 @@ class PgChangeFeed(ChangeFeed):
         c = self.connector
         slot = read_slot(self._conn, c.slot_name)
         if c._wants_snapshot(None, slot is not None) and c.snapshot_mode != "no_data":
-            self._take_slot_with_snapshot(slot is not None)
+            if slot is not None and slot.confirmed_flush_lsn:
+                # Spark asks again when it restarts inside the snapshot batch (batch 0 has no
+                # logged start). The sinks may hold part of the old snapshot already, and the batch's
+                # logged end streams from the slot's position: a new slot would lose the changes
+                # made since. So the slot stays, a snapshot of the present is read, and the stream
+                # sends the changes since the slot's position again (as Debezium does).
+                log.warning("replication slot %s exists: taking a snapshot, then streaming from the slot's "
+                            "position %s", c.slot_name, format_lsn(slot.confirmed_flush_lsn))
+                self._export_snapshot(slot.confirmed_flush_lsn)
+            else:
+                self._take_slot_with_snapshot(slot is not None)
             return {"phase": PHASE_SNAPSHOT, "lsn_commit": self._snapshot_lsn}
         if slot is None:
             created = create_slot(self._replication(), c.slot_name, export_snapshot=False)
@@ -447,6 +458,7 @@ class PgChangeFeed(ChangeFeed):
             self._thread.join(timeout=10)
         if self._reader is not None:
             self._reader.final_feedback()
+        self._release_snapshot()
         for conn in (self._repl, self._conn):
             if conn is not None:
                 try:
@@ -492,19 +504,47 @@ class PgChangeFeed(ChangeFeed):
         log.info("created replication slot %s at %s with an exported snapshot", c.slot_name,
                  format_lsn(created.consistent_point))
 
+    def _export_snapshot(self, lsn: int) -> None:
+        """A snapshot of the present, exported by a transaction of its own that stays open until
+        the snapshot is released; the slot (still at `lsn`) is kept."""
+        conn = connect(self.config, application_name="headwater-snapshot")
+        try:
+            with conn.cursor() as cur:
+                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                cur.execute("SELECT pg_export_snapshot(), txid_snapshot_xmax(txid_current_snapshot())")
+                name, txid = cur.fetchone()
+        except BaseException:
+            conn.close()
+            raise
+        self._snapshot_conn = conn
+        self._snapshot_name, self._snapshot_lsn, self._snapshot_txid = name, lsn, txid
+
     def _release_snapshot(self) -> None:
         self._snapshot_name = None
+        conn, self._snapshot_conn = self._snapshot_conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except psycopg2.Error:
+                pass
 
     # -- snapshot ----------------------------------------------------------------------
 
     def _plan_snapshot(self, start: Offset) -> list[SnapshotWork]:
         self._open()
-        if self._snapshot_name is None or self._snapshot_lsn != start.get("lsn_commit"):
-            # a restart inside the snapshot: its exported snapshot died with the old driver, so
-            # the snapshot is taken again from a new slot (as Debezium redoes an unfinished one)
-            log.warning("the snapshot at %s did not complete; taking it again from a new slot",
-                        format_lsn(start.get("lsn_commit") or 0))
-            self._take_slot_with_snapshot(read_slot(self._conn, self.connector.slot_name) is not None)
+        lsn = start.get("lsn_commit") or 0
+        if self._snapshot_name is None or self._snapshot_lsn != lsn:
+            # the snapshot was planned by another process (its exported snapshot is gone): as in
+            # initial_offset, the slot stays and a snapshot of the present is read
+            slot = read_slot(self._conn, self.connector.slot_name)
+            if slot is not None and (slot.confirmed_flush_lsn or 0) <= lsn:
+                log.warning("the snapshot at %s did not complete; taking it again, then streaming from there",
+                            format_lsn(lsn))
+                self._export_snapshot(lsn)
+            else:
+                log.warning("the snapshot at %s did not complete and the slot is gone or moved on; taking it "
+                            "again from a new slot", format_lsn(lsn))
+                self._take_slot_with_snapshot(slot is not None)
         c = self.connector
         catalog = CatalogReader(self._conn)
         table_ids = c._captured_table_ids(catalog)
