@@ -305,6 +305,28 @@ def test_delta_sink_rejects_values_without_schemas_and_bad_options(spark, tmp_pa
         DeltaSink(spark, str(tmp_path / "lake"), options={"decimal.format": "float"})
 
 
+def test_a_creation_killed_before_its_first_commit_is_redone(spark, tmp_path):
+    """A driver killed while creating a table leaves a _delta_log with only temporary files; the
+    next run creates the table anyway. A log with a commit is never cleared."""
+    from headwater.spark.sinks.delta import DeltaSink
+
+    lines = [line for line in golden("basic_crud")[:6] if line["topic"].endswith("customers")]
+    sink = DeltaSink(spark, str(tmp_path / "lake"))
+    leftover = Path(sink.table_path(lines[0]["topic"])) / "_delta_log"
+    leftover.mkdir(parents=True)
+    (leftover / ".00000000000000000000.json.0b1d-4c.tmp").write_text("{}")
+    (leftover / "_staged_commits").mkdir()
+    feed = Feed()
+    sink.write(feed.frame(spark, lines), 0)
+    expected = model(feed.fed)[lines[0]["topic"]]
+    got = delta_rows(spark, sink.table_path(lines[0]["topic"]), ["id"])
+    assert got == expected and got  # the rows of the first batch, not an empty table
+    # a real table: a new sink (no cache) finds it and merges; nothing is cleared
+    more = [line for line in golden("basic_crud")[6:] if line["topic"].endswith("customers")]
+    DeltaSink(spark, str(tmp_path / "lake")).write(feed.frame(spark, more), 1)
+    assert delta_rows(spark, sink.table_path(lines[0]["topic"]), ["id"]) == model(feed.fed)[lines[0]["topic"]]
+
+
 SETUP = """
 CREATE TABLE items (id integer PRIMARY KEY, name text, qty integer, price numeric(10,2), tags text[],
                     updated timestamp, note text);

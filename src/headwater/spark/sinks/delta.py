@@ -88,6 +88,9 @@ OPTIONS = ("unavailable.value.placeholder", "decimal.format", "value.converter.d
 DEFAULT_PARALLELISM = 4
 # characters Delta accepts in column names only with column mapping
 _SPECIAL = re.compile(r"[ ,;{}()\n\t=]")
+# a committed version: a commit, a checkpoint (classic, multi-part, v2) or a compacted log file
+_VERSION_FILE = re.compile(r"^\d{20}\.(json|checkpoint.*\.parquet|checkpoint\..*\.(json|parquet))$|"
+                           r"^\d{20}\.\d{20}\.compacted\.json$|^_last_checkpoint$")
 
 
 @dataclass
@@ -447,6 +450,7 @@ class DeltaSink:
             if mapped:
                 builder = (builder.property("delta.columnMapping.mode", "name")
                            .property("delta.minReaderVersion", "2").property("delta.minWriterVersion", "5"))
+            _clear_uncommitted_log(session, path)
             builder.execute()
             # what was just created (no need to read it back); "empty" lets the first write append
             table = _Table({f.name: f.dataType for f in fields}, [f["field"] for f in topic.key_fields], mapped,
@@ -559,6 +563,23 @@ class DeltaSink:
         full = f"{quote(database)}.{name}" if database else name
         session.sql(f"CREATE TABLE IF NOT EXISTS {full} USING DELTA LOCATION {sql_string(path)}")
         self._registered.add(path)
+
+
+def _clear_uncommitted_log(session: Any, path: str) -> None:
+    """Remove the ``_delta_log`` a creation left behind when the driver died before its first
+    commit (only temporary files, no version): Delta takes such a directory for a table and then
+    cannot find it. A log holding any commit or checkpoint is never touched."""
+    jvm = session.sparkContext._jvm
+    log_dir = jvm.org.apache.hadoop.fs.Path(f"{path}/_delta_log")
+    fs = log_dir.getFileSystem(session.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(log_dir):
+        return
+    names = [status.getPath().getName() for status in fs.listStatus(log_dir)]
+    if any(_VERSION_FILE.match(n) for n in names):
+        return
+    log.warning("delta table %s: removing the log of a creation that never committed (%d leftover "
+                "entries: %s)", path, len(names), ", ".join(sorted(names)[:5]))
+    fs.delete(log_dir, True)
 
 
 def _schema_prefix(text: str) -> tuple[Any, str]:
