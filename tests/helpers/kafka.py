@@ -147,7 +147,9 @@ class ThrowawayKafka:
         properties.write_text(self._server_properties())
         (self.root_dir / "log4j2.properties").write_text(self._log4j2_properties())
         # a KRaft cluster id is 16 random bytes in URL-safe base64 without padding (22 characters)
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # one in 64 would read as an option to kafka-storage's parser
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         fmt = subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)),
                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=self.start_timeout)
         if fmt.returncode != 0:
