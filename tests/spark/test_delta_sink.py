@@ -423,3 +423,37 @@ def test_postgres_through_spark_into_delta_equals_the_tables(spark, pg_db, tmp_p
     assert pairs == {(1, "y"): {"a": 1, "b": "y", "v": "after truncate"}, (2, "w"): {"a": 2, "b": "w", "v": None}}
     log = spark.read.format("delta").load(sink.changelog_path("dbserver1.public.pairs"))
     assert log.filter("op = 't'").count() == 1 and log.filter("op = 'r'").count() == 10
+
+
+@pytest.mark.parametrize(("precision", "scale"), [(1, 0), (12, 2), (18, 0), (18, 18), (18, 5), (20, 3)])
+def test_connect_decimals_decode_exactly(spark, precision, scale):
+    """Both decimal routes (≤ 18 digits: 64-bit arithmetic; wider: 128-bit text) against Python's
+    own reading of the two's-complement bytes, at every byte-length boundary and both signs."""
+    import random
+
+    from pyspark.sql import functions as F
+
+    from headwater.spark.sinks import connect_types as ct
+
+    limit = 10 ** precision - 1
+    edges = {0, 1, -1, limit, -limit}
+    for bits in range(7, 8 * 9, 8):  # the largest/smallest values of each byte length
+        edges |= {v for v in (2 ** bits - 1, 2 ** bits, -(2 ** bits), -(2 ** bits) - 1) if abs(v) <= limit}
+    rng = random.Random(precision * 100 + scale)
+    edges |= {rng.randint(-limit, limit) for _ in range(200)}
+    values = sorted(edges)
+
+    def b64(v: int) -> str:
+        length = max(1, (v.bit_length() + 8) // 8)  # Java's BigInteger.toByteArray length
+        return base64.b64encode(v.to_bytes(length, "big", signed=True)).decode()
+
+    schema = {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+              "parameters": {"scale": str(scale), "connect.decimal.precision": str(precision)}}
+    frame = spark.createDataFrame([(i, b64(v)) for i, v in enumerate(values)] + [(len(values), None)],
+                                  "i int, x string")
+    got = {r["i"]: r["d"] for r in frame.select("i", F.expr(ct.convert_sql("x", schema)).alias("d")).collect()}
+    expected = {i: Decimal(v).scaleb(-scale) for i, v in enumerate(values)}
+    expected[len(values)] = None
+    if precision > 18:  # the wide route to the same type
+        assert "conv(substr" in ct.convert_sql("x", schema)
+    assert got == expected
