@@ -6,7 +6,12 @@ Options are the connector properties of the standalone runner (``database.hostna
 - ``maxRowsPerBatch`` — at most about this many change messages per micro-batch (default: no limit);
 - ``snapshotChunkRows`` — rows per snapshot chunk (default 100,000): each chunk is one task;
 - ``snapshotParallelism`` — at most this many snapshot tasks (chunks are spread over them);
-  default: one task per chunk, Spark runs as many at once as it has task slots.
+  default: one task per chunk, Spark runs as many at once as it has task slots;
+- ``snapshotIdleSeconds`` — batch reads only: how long the exported snapshot waits for a task
+  to start reading before it is released (default 300).
+
+``spark.read.format("headwater")`` (batch) reads the same snapshot chunks once, without a slot:
+a consistent extract of every captured table (see :class:`HeadwaterBatchReader`).
 
 Where things run: the stream reader (``initialOffset``/``latestOffset``/``partitions``/``commit``)
 lives in one long-lived Python process on the driver and owns the replication connection
@@ -26,7 +31,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from headwater.config import ConfigError, from_properties
@@ -43,7 +48,7 @@ FORMAT = "headwater"
 # the record columns; key/value/headers are exactly what the standalone runner writes
 SCHEMA = ("topic string, key string, value string, headers array<struct<key:string,value:binary>>, "
           "op string, position string, ts_ms long, source_db string, source_schema string, source_table string")
-SOURCE_OPTIONS = ("maxRowsPerBatch", "snapshotChunkRows", "snapshotParallelism")
+SOURCE_OPTIONS = ("maxRowsPerBatch", "snapshotChunkRows", "snapshotParallelism", "snapshotIdleSeconds")
 _ARROW_ROWS = 4096
 
 
@@ -63,6 +68,7 @@ class SourceSettings:
     max_rows_per_batch: int | None
     snapshot_chunk_rows: int
     snapshot_parallelism: int | None
+    snapshot_idle_seconds: int = 300
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceSettings:
@@ -100,7 +106,7 @@ class SourceSettings:
                 props[_restore_case(key, names)] = value
         props.setdefault("connector.class", DEFAULT_CONNECTOR)
         return cls(props, positive("maxRowsPerBatch", None), positive("snapshotChunkRows", 100_000) or 100_000,
-                   positive("snapshotParallelism", None))
+                   positive("snapshotParallelism", None), positive("snapshotIdleSeconds", 300) or 300)
 
 
 DEFAULT_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
@@ -243,13 +249,7 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         feed = self._open()
         items = feed.plan(start, end)
         assert self._serializer is not None
-        decoder = feed.decoder()
-        parallelism = self.settings.snapshot_parallelism
-        if parallelism and len(items) > parallelism and _all_snapshot(items):
-            groups: list[list[Any]] = [items[i::parallelism] for i in range(parallelism)]
-        else:
-            groups = [[item] for item in items]
-        return [WorkPartition(decoder, self._serializer, group) for group in groups]
+        return _partitions(feed.decoder(), self._serializer, items, self.settings.snapshot_parallelism)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, WorkPartition)
@@ -268,6 +268,42 @@ def _all_snapshot(items: list[Any]) -> bool:
     return all(type(item).__name__ == "SnapshotWork" for item in items)
 
 
+def _partitions(decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any],
+                parallelism: int | None) -> list[InputPartition]:
+    if parallelism and len(items) > parallelism and _all_snapshot(items):
+        groups: list[list[Any]] = [items[i::parallelism] for i in range(parallelism)]
+    else:
+        groups = [[item] for item in items]
+    return [WorkPartition(decoder, serializer, group) for group in groups]
+
+
+class HeadwaterBatchReader(DataSourceReader):
+    """``spark.read.format("headwater")``: a one-off consistent extract — the snapshot events
+    (``op`` = ``r``) of every captured table, read in chunks by parallel tasks inside one exported
+    snapshot. No slot is created and nothing streams; the snapshot is held open by a small
+    process on the driver until every chunk is read (or ``snapshotIdleSeconds`` pass without a
+    task reading)."""
+
+    def __init__(self, settings: SourceSettings) -> None:
+        self.settings = settings
+
+    def partitions(self) -> list[InputPartition]:
+        feed, serializer = _open_feed(self.settings)
+        try:
+            if not hasattr(feed, "plan_extract"):
+                raise ConfigError([f"{type(feed).__name__} cannot run a batch read"])
+            items, decoder = feed.plan_extract(float(self.settings.snapshot_idle_seconds))
+        finally:
+            feed.close()
+        if not items:  # nothing captured: one task that reads nothing
+            return [WorkPartition(decoder, serializer, [])]
+        return _partitions(decoder, serializer, items, self.settings.snapshot_parallelism)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, WorkPartition)
+        return _record_batches(partition)
+
+
 class HeadwaterDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
@@ -278,6 +314,9 @@ class HeadwaterDataSource(DataSource):
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return HeadwaterStreamReader(SourceSettings.from_options(self.options))
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return HeadwaterBatchReader(SourceSettings.from_options(self.options))
 
 
 def register(spark: SparkSession) -> None:

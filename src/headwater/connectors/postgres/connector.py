@@ -158,14 +158,24 @@ class PostgresConnector(SourceConnector):
                 log.info("waiting %d ms before the snapshot (snapshot.delay.ms)", delay_ms)
                 if stop.wait(delay_ms / 1000):
                     return
-            if slot is not None:
-                # The slot predates this snapshot (a snapshot that did not finish, or mode=always):
-                # recreate it so the snapshot reads exactly the slot's consistent point.
-                drop_slot(self._conn, self.slot_name)
-            created = create_slot(self._repl, self.slot_name, export_snapshot=True)
-            log.info("created replication slot %s at %s", self.slot_name, format_lsn(created.consistent_point))
-            start = self._snapshot(catalog, registry, table_ids, created.snapshot_name, created.consistent_point,
-                                   emit, stop)
+            resume = slot.confirmed_flush_lsn if slot is not None and slot.wal_status != "lost" else None
+            if resume:
+                # The slot exists (a snapshot that did not finish, or mode=always). As Debezium
+                # does, it is kept: a snapshot of the present is read (in one transaction of
+                # `snapshot.isolation.mode`), then the stream sends everything since the slot's
+                # position again. A new slot would start after changes the sinks never saw: a row
+                # deleted since a partial snapshot would stay there as a ghost.
+                log.warning("replication slot %s exists: taking a snapshot, then streaming from the slot's "
+                            "position %s (changes since then arrive again)", self.slot_name, format_lsn(resume))
+                start = self._snapshot(catalog, registry, table_ids, None, resume, emit, stop)
+            else:
+                if slot is not None:  # invalidated (wal_status=lost) or never confirmed: unusable
+                    drop_slot(self._conn, self.slot_name)
+                created = create_slot(self._repl, self.slot_name, export_snapshot=True)
+                log.info("created replication slot %s at %s", self.slot_name,
+                         format_lsn(created.consistent_point))
+                start = self._snapshot(catalog, registry, table_ids, created.snapshot_name,
+                                       created.consistent_point, emit, stop)
             if start is None or not self._streams() or stop.is_set():
                 return
         elif slot is None:
@@ -370,8 +380,11 @@ class PostgresConnector(SourceConnector):
         start position, or None when stopped before the snapshot completed."""
         reader_conn = connect(self.config, application_name="headwater-snapshot")
         try:
-            txid, _ = snap.begin_snapshot_transaction(reader_conn, snapshot_name,
-                                                      self.config.get("snapshot.isolation.mode"))
+            txid, wal_lsn = snap.begin_snapshot_transaction(reader_conn, snapshot_name,
+                                                            self.config.get("snapshot.isolation.mode"))
+            # the records say where the snapshot was read (a new slot's consistent point, else the
+            # WAL position of the snapshot transaction, as Debezium); streaming resumes at `lsn`
+            record_lsn = wal_lsn if snapshot_name is None and wal_lsn else lsn
             include = self.config.get("snapshot.include.collection.list") or []
             patterns = [re.compile(p, re.IGNORECASE) for p in include]
             if self.config.get("snapshot.locking.mode") == "shared":
@@ -409,7 +422,7 @@ class PostgresConnector(SourceConnector):
             for index, captured in enumerate(ordered):
                 if stop.is_set():
                     return None
-                self._snapshot_table(reader_conn, captured, overrides, dispatcher, txid, lsn,
+                self._snapshot_table(reader_conn, captured, overrides, dispatcher, txid, record_lsn,
                                      index == 0, index == last_index, stop)
             reader_conn.commit()
             if held:

@@ -47,6 +47,7 @@ from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn
 from headwater.connectors.postgres.replication import create_slot, drop_slot, ensure_publication, read_slot
 from headwater.connectors.postgres.schemas import CapturedTable
+from headwater.connectors.postgres.snapshot_lease import HOLDER_APP, SnapshotHolder, SnapshotLease, chunk_done
 from headwater.connectors.postgres.source_info import PgOffset
 from headwater.connectors.postgres.streaming import StreamingReader
 from headwater.engine.connector import ConnectorError
@@ -115,13 +116,15 @@ class SnapshotWork:
 class PgWorkDecoder(WorkDecoder):
     """Executor side: builds records from stream chunks and reads snapshot chunks."""
 
-    def __init__(self, settings: BuilderSettings, connect_args: dict[str, Any]) -> None:
+    def __init__(self, settings: BuilderSettings, connect_args: dict[str, Any],
+                 lease: SnapshotLease | None = None) -> None:
         self.settings = settings
         self.connect_args = connect_args  # holds the password: never logged, never in an error
+        self.lease = lease  # a batch extract's snapshot: report each chunk read to its holder
         self._builder: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"settings": self.settings, "connect_args": self.connect_args, "_builder": None}
+        return {"settings": self.settings, "connect_args": self.connect_args, "lease": self.lease, "_builder": None}
 
     def decode(self, item: Any) -> Iterator[PositionedRecord]:
         if isinstance(item, StreamWork):
@@ -223,6 +226,8 @@ class PgWorkDecoder(WorkDecoder):
                 for record in item:
                     yield PositionedRecord(prefix + f"{n:08X}", record)
                     n += 1
+            if self.lease is not None:
+                chunk_done(self.connect_args, self.lease, f"{work.table_index}:{work.chunk_index}")
         finally:
             cancelled.set()
             reader.join(timeout=30)
@@ -250,7 +255,10 @@ def _copy_rows(conn: Any, captured: CapturedTable, work: SnapshotWork, on_row: A
     condition, params = _chunk_condition(work)
     query: sql.Composable = base
     if condition is not None:
-        query = sql.SQL("SELECT * FROM ({}) AS chunk WHERE {}").format(base, condition)
+        # chunks exist only without a custom SELECT (one chunk then): the condition goes on the
+        # table itself, where ctid (keyless tables) is a column and the key's index is usable
+        assert work.override is None, "a table read with a custom SELECT is one chunk"
+        query = sql.SQL("{} WHERE {}").format(base, condition)
     with conn.cursor() as cur:
         text = cur.mogrify(query, params) if params else query.as_string(conn)
         if isinstance(text, bytes):
@@ -304,6 +312,7 @@ class PgChangeFeed(ChangeFeed):
         self._snapshot_lsn: int | None = None
         self._snapshot_txid: int | None = None
         self._snapshot_conn: Any = None         # holds a snapshot exported by _export_snapshot open
+        self._record_lsn: int | None = None     # source.lsn of its records (None: the slot's point)
         self._registry: Any = None
         self._reader: StreamingReader | None = None
         self._collector: _ChunkCollector | None = None
@@ -469,16 +478,20 @@ class PgChangeFeed(ChangeFeed):
 
     # -- set-up ------------------------------------------------------------------------
 
-    def _open(self) -> None:
+    def _open(self, *, publication: bool = True) -> None:
         if self._conn is not None:
             return
         c = self.connector
         self._conn = connect(self.config, application_name="headwater-driver")
-        c._check_server(self._conn)
+        if publication:  # an extract reads tables only: any wal_level will do
+            c._check_server(self._conn)
+        else:
+            c._server_version = self._conn.server_version
         catalog = CatalogReader(self._conn)
         table_ids = c._captured_table_ids(catalog)
-        ensure_publication(self._conn, c.publication, self.config.get("publication.autocreate.mode"),
-                           [t for t, kind in table_ids if kind in ("r", "p")])
+        if publication:
+            ensure_publication(self._conn, c.publication, self.config.get("publication.autocreate.mode"),
+                               [t for t, kind in table_ids if kind in ("r", "p")])
         self._registry = self.settings.registry(catalog)
 
     def _replication(self) -> Any:
@@ -495,6 +508,7 @@ class PgChangeFeed(ChangeFeed):
         created = create_slot(self._replication(), c.slot_name, export_snapshot=True)
         self._snapshot_name = created.snapshot_name
         self._snapshot_lsn = created.consistent_point
+        self._record_lsn = None
         with self._conn.cursor() as cur:
             cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             cur.execute("SET TRANSACTION SNAPSHOT %s", (created.snapshot_name,))
@@ -511,13 +525,15 @@ class PgChangeFeed(ChangeFeed):
         try:
             with conn.cursor() as cur:
                 cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                cur.execute("SELECT pg_export_snapshot(), txid_snapshot_xmax(txid_current_snapshot())")
-                name, txid = cur.fetchone()
+                cur.execute("SELECT pg_export_snapshot(), txid_snapshot_xmax(txid_current_snapshot()), "
+                            "pg_current_wal_insert_lsn() - '0/0'::pg_lsn")
+                name, txid, wal_lsn = cur.fetchone()
         except BaseException:
             conn.close()
             raise
         self._snapshot_conn = conn
         self._snapshot_name, self._snapshot_lsn, self._snapshot_txid = name, lsn, txid
+        self._record_lsn = int(wal_lsn)  # what the records say, as Debezium: where the snapshot was read
 
     def _release_snapshot(self) -> None:
         self._snapshot_name = None
@@ -542,9 +558,44 @@ class PgChangeFeed(ChangeFeed):
                             format_lsn(lsn))
                 self._export_snapshot(lsn)
             else:
-                log.warning("the snapshot at %s did not complete and the slot is gone or moved on; taking it "
-                            "again from a new slot", format_lsn(lsn))
+                state = "no longer exists" if slot is None else \
+                    f"has moved on to {format_lsn(slot.confirmed_flush_lsn or 0)}"
+                if self.connector.snapshot_mode not in ("when_needed", "always"):
+                    # a new slot starts after changes the sinks may need (deletes of rows the
+                    # partial snapshot delivered): never silently
+                    raise ConnectorError(
+                        f"the snapshot at {format_lsn(lsn)} did not complete, and replication slot "
+                        f"{self.connector.slot_name!r} {state}: the changes since then cannot be read again. "
+                        "The outputs may hold part of that snapshot. Start over with a new checkpoint and "
+                        "empty outputs, or set snapshot.mode=when_needed to take a new snapshot from a new "
+                        "slot (rows deleted in between may then remain in materialized tables)")
+                log.warning("the snapshot at %s did not complete and replication slot %s %s; taking a new snapshot "
+                            "from a new slot (snapshot.mode=%s)", format_lsn(lsn), self.connector.slot_name, state,
+                            self.connector.snapshot_mode)
                 self._take_slot_with_snapshot(slot is not None)
+        return self._plan_chunks(self._snapshot_name or "", self._record_lsn or self._snapshot_lsn or 0,
+                                 self._snapshot_txid or 0)
+
+    def plan_extract(self, idle_seconds: float) -> tuple[list[SnapshotWork], PgWorkDecoder]:
+        """A one-off batch read: every captured table, chunked, inside one snapshot that a holder
+        process keeps open for the tasks (see :mod:`~headwater.connectors.postgres.snapshot_lease`);
+        no slot, no publication. The chunks' events carry the LSN current at the snapshot."""
+        self._open(publication=False)
+        holder = SnapshotHolder(connect_kwargs(self.config, application_name=HOLDER_APP), idle_seconds=idle_seconds)
+        lease = holder.lease
+        try:
+            work = self._plan_chunks(lease.snapshot_name, lease.lsn, lease.txid)
+        except BaseException:
+            holder.release()
+            raise
+        holder.expect(len(work))
+        log.info("batch read: %d chunk(s) inside snapshot %s at %s", len(work), lease.snapshot_name,
+                 format_lsn(lease.lsn))
+        task_args = connect_kwargs(self.config, application_name=lease.task_application_name)
+        decoder = PgWorkDecoder(self.settings, task_args, lease=lease)
+        return work, decoder
+
+    def _plan_chunks(self, snapshot_name: str, lsn: int, txid: int) -> list[SnapshotWork]:
         c = self.connector
         catalog = CatalogReader(self._conn)
         table_ids = c._captured_table_ids(catalog)
@@ -567,7 +618,7 @@ class PgChangeFeed(ChangeFeed):
         try:
             with conn.cursor() as cur:
                 cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                cur.execute("SET TRANSACTION SNAPSHOT %s", (self._snapshot_name,))
+                cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot_name,))
             plans = [(t, self._chunk_bounds(conn, t, overrides.get(t.collection))) for t in ordered]
             conn.rollback()
         except psycopg2.Error as exc:
@@ -589,8 +640,7 @@ class PgChangeFeed(ChangeFeed):
                     first_chunk=n == 0, last_chunk=n == len(bounds) - 1,
                     key_columns=tuple(captured.table.primary_key) if blocks is None else (),
                     lower=lower, upper=upper, blocks=blocks, override=overrides.get(captured.collection),
-                    snapshot_name=self._snapshot_name or "", lsn=self._snapshot_lsn or 0,
-                    txid=self._snapshot_txid or 0))
+                    snapshot_name=snapshot_name, lsn=lsn, txid=txid))
         return work
 
     def _chunk_bounds(self, conn: Any, captured: CapturedTable, override: str | None
@@ -608,18 +658,25 @@ class PgChangeFeed(ChangeFeed):
                 return rows, [(None, None, None)]
             key = list(captured.table.primary_key)
             if not key:
-                cur.execute("SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int",
-                            (sql.Identifier(table_id.schema or "public", table_id.table).as_string(conn),))
-                blocks = cur.fetchone()[0] + 1
-                per = max(1, blocks * size // max(rows, 1))
-                edges = [*range(0, blocks, per), blocks + 1]
+                # from the block of the first visible row to that of the last one, so that the
+                # first chunk holds the table's first row and the last chunk its last row (the
+                # snapshot markers go on them); chunks in between may be empty
+                block = sql.SQL("SELECT (ctid::text::point)[0]::bigint FROM {} ORDER BY ctid {} LIMIT 1")
+                cur.execute(block.format(ident, sql.SQL("ASC")))
+                first = cur.fetchone()[0]
+                cur.execute(block.format(ident, sql.SQL("DESC")))
+                last = cur.fetchone()[0]
+                per = max(1, (last - first + 1) * size // max(rows, 1))
+                edges = [*range(first, last + 1, per), last + 1]
                 return rows, [(None, None, (lo, hi)) for lo, hi in itertools.pairwise(edges)]
             cols = sql.SQL(", ").join(sql.Identifier(c) for c in key)
             text_cols = sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in key)
             cur.execute(sql.SQL(
                 "SELECT {text_cols} FROM (SELECT {cols}, row_number() OVER (ORDER BY {cols}) AS rn FROM {t}) s "
-                "WHERE rn % {n} = 0 ORDER BY rn").format(text_cols=text_cols, cols=cols, t=ident,
-                                                        n=sql.Literal(size)))
+                # never the last row as a bound: the chunk after it would be empty, and the
+                # snapshot's "last" marker belongs on a record of the last chunk
+                "WHERE rn % {n} = 0 AND rn < {rows} ORDER BY rn").format(
+                    text_cols=text_cols, cols=cols, t=ident, n=sql.Literal(size), rows=sql.Literal(rows)))
             edges: list[tuple[str, ...] | None] = [None, *[tuple(r) for r in cur.fetchall()], None]
         return rows, [(lo, hi, None) for lo, hi in itertools.pairwise(edges)]
 
