@@ -12,7 +12,7 @@ from headwater.cli.pipeline_demo import run_pipeline_demo
 
 @pytest.mark.timeout(900)
 def test_pipeline_demo_run(spark, tmp_path: Path, capsys) -> None:
-    rc = run_pipeline_demo(duration=20, rate=10, workdir=tmp_path, spark=spark)
+    rc = run_pipeline_demo(duration=8, rate=10, workdir=tmp_path, spark=spark)
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert "lake = source" in out.out
