@@ -50,6 +50,7 @@ SCHEMA = ("topic string, key string, value string, headers array<struct<key:stri
           "op string, position string, ts_ms long, source_db string, source_schema string, source_table string")
 SOURCE_OPTIONS = ("maxRowsPerBatch", "snapshotChunkRows", "snapshotParallelism", "snapshotIdleSeconds")
 _ARROW_ROWS = 4096
+DEFAULT_SNAPSHOT_IDLE_S = 300  # batch reads: the exported snapshot waits this long for a task
 
 
 def _arrow_schema() -> pa.Schema:
@@ -68,7 +69,7 @@ class SourceSettings:
     max_rows_per_batch: int | None
     snapshot_chunk_rows: int
     snapshot_parallelism: int | None
-    snapshot_idle_seconds: int = 300
+    snapshot_idle_seconds: int = DEFAULT_SNAPSHOT_IDLE_S
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceSettings:
@@ -105,8 +106,9 @@ class SourceSettings:
             if key not in ignored:
                 props[_restore_case(key, names)] = value
         props.setdefault("connector.class", DEFAULT_CONNECTOR)
+        idle = positive("snapshotIdleSeconds", DEFAULT_SNAPSHOT_IDLE_S) or DEFAULT_SNAPSHOT_IDLE_S
         return cls(props, positive("maxRowsPerBatch", None), positive("snapshotChunkRows", 100_000) or 100_000,
-                   positive("snapshotParallelism", None), positive("snapshotIdleSeconds", 300) or 300)
+                   positive("snapshotParallelism", None), idle)
 
 
 DEFAULT_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
@@ -290,9 +292,9 @@ class HeadwaterBatchReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         feed, serializer = _open_feed(self.settings)
         try:
-            if not hasattr(feed, "plan_extract"):
-                raise ConfigError([f"{type(feed).__name__} cannot run a batch read"])
-            items, decoder = feed.plan_extract(float(self.settings.snapshot_idle_seconds))
+            # _open_feed only builds feeds that can (PostgreSQL)
+            extract = feed.plan_extract  # type: ignore[attr-defined]
+            items, decoder = extract(float(self.settings.snapshot_idle_seconds))
         finally:
             feed.close()
         if not items:  # nothing captured: one task that reads nothing

@@ -384,7 +384,7 @@ class PostgresConnector(SourceConnector):
                                                             self.config.get("snapshot.isolation.mode"))
             # the records say where the snapshot was read (a new slot's consistent point, else the
             # WAL position of the snapshot transaction, as Debezium); streaming resumes at `lsn`
-            record_lsn = wal_lsn if snapshot_name is None and wal_lsn else lsn
+            record_lsn = wal_lsn or lsn  # wal_lsn is None with an exported snapshot
             include = self.config.get("snapshot.include.collection.list") or []
             patterns = [re.compile(p, re.IGNORECASE) for p in include]
             if self.config.get("snapshot.locking.mode") == "shared":

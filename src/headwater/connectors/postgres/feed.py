@@ -47,7 +47,13 @@ from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn
 from headwater.connectors.postgres.replication import create_slot, drop_slot, ensure_publication, read_slot
 from headwater.connectors.postgres.schemas import CapturedTable
-from headwater.connectors.postgres.snapshot_lease import HOLDER_APP, SnapshotHolder, SnapshotLease, chunk_done
+from headwater.connectors.postgres.snapshot_lease import (
+    HOLDER_APP,
+    SnapshotHolder,
+    SnapshotLease,
+    chunk_done,
+    export_snapshot,
+)
 from headwater.connectors.postgres.source_info import PgOffset
 from headwater.connectors.postgres.streaming import StreamingReader
 from headwater.engine.connector import ConnectorError
@@ -525,15 +531,13 @@ class PgChangeFeed(ChangeFeed):
         try:
             with conn.cursor() as cur:
                 cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                cur.execute("SELECT pg_export_snapshot(), txid_snapshot_xmax(txid_current_snapshot()), "
-                            "pg_current_wal_insert_lsn() - '0/0'::pg_lsn")
-                name, txid, wal_lsn = cur.fetchone()
+                name, txid, record_lsn = export_snapshot(cur)
         except BaseException:
             conn.close()
             raise
         self._snapshot_conn = conn
         self._snapshot_name, self._snapshot_lsn, self._snapshot_txid = name, lsn, txid
-        self._record_lsn = int(wal_lsn)  # what the records say, as Debezium: where the snapshot was read
+        self._record_lsn = record_lsn  # what the records say, as Debezium: where the snapshot was read
 
     def _release_snapshot(self) -> None:
         self._snapshot_name = None
@@ -651,21 +655,22 @@ class PgChangeFeed(ChangeFeed):
         table_id = captured.table.id
         ident = sql.Identifier(table_id.schema or "public", table_id.table)
         size = self.snapshot_chunk_rows
+        key = list(captured.table.primary_key)
         with conn.cursor() as cur:
-            cur.execute(sql.SQL("SELECT count(*) FROM {}").format(ident))
-            rows = cur.fetchone()[0]
+            if key or override:
+                cur.execute(sql.SQL("SELECT count(*) FROM {}").format(ident))
+                rows = cur.fetchone()[0]
+            else:
+                # ctid chunks run from the block of the first visible row to that of the last, so
+                # that the first chunk holds the table's first row and the last chunk its last row
+                # (the snapshot markers go on them); chunks in between may be empty. One scan
+                # counts the rows and finds both blocks.
+                cur.execute(sql.SQL("SELECT count(*), min(b), max(b) FROM "
+                                    "(SELECT (ctid::text::point)[0]::bigint AS b FROM {}) AS blocks").format(ident))
+                rows, first, last = cur.fetchone()
             if override or rows <= size:
                 return rows, [(None, None, None)]
-            key = list(captured.table.primary_key)
             if not key:
-                # from the block of the first visible row to that of the last one, so that the
-                # first chunk holds the table's first row and the last chunk its last row (the
-                # snapshot markers go on them); chunks in between may be empty
-                block = sql.SQL("SELECT (ctid::text::point)[0]::bigint FROM {} ORDER BY ctid {} LIMIT 1")
-                cur.execute(block.format(ident, sql.SQL("ASC")))
-                first = cur.fetchone()[0]
-                cur.execute(block.format(ident, sql.SQL("DESC")))
-                last = cur.fetchone()[0]
                 per = max(1, (last - first + 1) * size // max(rows, 1))
                 edges = [*range(first, last + 1, per), last + 1]
                 return rows, [(None, None, (lo, hi)) for lo, hi in itertools.pairwise(edges)]

@@ -32,12 +32,20 @@ from typing import IO, Any
 TASK_APP_PREFIX = "headwater-extract-"
 HOLDER_APP = "headwater-snapshot-holder"
 CHANNEL_PREFIX = "headwater_extract_"
-DEFAULT_IDLE_SECONDS = 300.0
 _START_TIMEOUT_S = 60.0
 
 
 class SnapshotLeaseError(RuntimeError):
     pass
+
+
+def export_snapshot(cur: Any) -> tuple[str, int, int]:
+    """Inside an open REPEATABLE READ transaction: (exported snapshot name, txid for
+    ``source.txId``, WAL insert LSN for ``source.lsn``) — what the snapshot's records say."""
+    cur.execute("SELECT pg_export_snapshot(), txid_snapshot_xmax(txid_current_snapshot()), "
+                "pg_current_wal_insert_lsn() - '0/0'::pg_lsn")
+    name, txid, lsn = cur.fetchone()
+    return name, int(txid), int(lsn)
 
 
 @dataclass(frozen=True)
@@ -61,8 +69,7 @@ class SnapshotLease:
 class SnapshotHolder:
     """Planner side: starts the holder, then tells it how many chunks to wait for."""
 
-    def __init__(self, connect_args: dict[str, Any], *, idle_seconds: float = DEFAULT_IDLE_SECONDS,
-                 watch_pid: int | None = None) -> None:
+    def __init__(self, connect_args: dict[str, Any], *, idle_seconds: float, watch_pid: int | None = None) -> None:
         self.lease_id = uuid.uuid4().hex[:16]
         request = {"connect": {**connect_args, "application_name": HOLDER_APP}, "lease_id": self.lease_id,
                    "idle_seconds": idle_seconds, "watch_pid": watch_pid or driver_pid()}
@@ -147,8 +154,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def hold(request: dict[str, Any], stdin: IO[str], stdout: IO[str]) -> str:
-    """The holder process's work; returns why it let go."""
+def hold(request: dict[str, Any], stdin: IO[str], stdout: IO[str]) -> None:
+    """The holder process's work: returns when it may let go of the snapshot."""
     import psycopg2
     import psycopg2.extensions
 
@@ -159,15 +166,13 @@ def hold(request: dict[str, Any], stdin: IO[str], stdout: IO[str]) -> str:
     conn = psycopg2.connect(**connect)
     with conn.cursor() as cur:
         cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        cur.execute("SELECT pg_export_snapshot(), txid_snapshot_xmax(txid_current_snapshot()), "
-                    "pg_current_wal_lsn() - '0/0'::pg_lsn")
-        name, txid, lsn = cur.fetchone()
-    stdout.write(json.dumps({"snapshot": name, "txid": int(txid), "lsn": int(lsn)}) + "\n")
+        name, txid, lsn = export_snapshot(cur)
+    stdout.write(json.dumps({"snapshot": name, "txid": txid, "lsn": lsn}) + "\n")
     stdout.flush()
     line = stdin.readline()
     chunks = int(line) if line.strip().isdigit() else 0
-    if chunks == 0:
-        return "nothing to read" if line else "the planner went away"
+    if chunks == 0:  # nothing to read, or the planner went away
+        return
     listener = psycopg2.connect(**connect)
     listener.set_isolation_level(psycopg2.extensions.ISOLATION_LEVEL_AUTOCOMMIT)
     with listener.cursor() as cur:
@@ -181,10 +186,8 @@ def hold(request: dict[str, Any], stdin: IO[str], stdout: IO[str]) -> str:
         while listener.notifies:
             done.add(listener.notifies.pop(0).payload)
             last_seen = time.monotonic()
-        if len(done) >= chunks:
-            return f"all {chunks} chunks read"
-        if not _alive(watch):
-            return f"the driver (pid {watch}) is gone"
+        if len(done) >= chunks or not _alive(watch):  # all read, or the driver is gone
+            return
         now = time.monotonic()
         if now >= next_check:
             next_check = now + 1.0
@@ -193,8 +196,8 @@ def hold(request: dict[str, Any], stdin: IO[str], stdout: IO[str]) -> str:
                             (TASK_APP_PREFIX + lease_id,))
                 if cur.fetchone()[0]:
                     last_seen = now
-        if now - last_seen > idle:
-            return f"no task for {idle:.0f} s ({len(done)} of {chunks} chunks read)"
+        if now - last_seen > idle:  # the job was cancelled or failed for good
+            return
 
 
 def main() -> int:
