@@ -13,9 +13,14 @@ done
 echo "test: ruff check ${lint_dirs[*]}"
 .venv/bin/ruff check "${lint_dirs[@]}"
 
-echo "test: pytest -q $*"
+# two worker processes (pytest-xdist), each test file on one of them: most tests wait on
+# PostgreSQL, Spark or Kafka rather than compute, so the suite takes about half the time. Every
+# fixture starts its servers on free ports and works in its own temporary directory.
+# HEADWATER_TEST_WORKERS=0 runs everything in one process.
+workers="${HEADWATER_TEST_WORKERS:-2}"
+echo "test: pytest -q -n $workers --dist loadfile $*"
 rc=0
-.venv/bin/pytest -q "$@" || rc=$?
+.venv/bin/pytest -q -n "$workers" --dist loadfile "$@" || rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "test: FAILED: pytest collected no tests (exit 5) — a wrong path or filter, or the tests are missing" >&2
 fi

@@ -97,7 +97,7 @@ def source_rows(lines: list[dict[str, Any]], topic_prefix: str) -> list[tuple[An
                      None if line["value"] is None else compact(line["value"]),
                      [(h["key"], compact(h["value"]).encode()) for h in line["headers"]],
                      (env or {}).get("op"), position_key(1, i), src.get("ts_ms"), src.get("db"),
-                     src.get("schema"), src.get("table")))
+                     src.get("schema"), src.get("table"), None))
     return rows
 
 
@@ -248,7 +248,7 @@ def test_read_debezium_topics_parses_debezium_records(spark, kafka, tmp_path):
     for row in got:
         want = expected[(row.topic, row.key, row.value)]
         assert [(h.key, bytes(h.value)) for h in row.headers] == want[3]
-        assert (row.op, row.ts_ms, row.source_db, row.source_schema, row.source_table) == want[4:5] + want[6:], row
+        assert (row.op, row.ts_ms, row.source_db, row.source_schema, row.source_table) == want[4:5] + want[6:10], row
         assert len(row.position) == 40
     assert {row.op for row in got} == {"r", "c", "u", "d", None}
     assert sum(1 for row in got if row.value is None) == 2 * sum(1 for line in lines if line["value"] is None)

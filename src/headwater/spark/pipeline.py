@@ -192,9 +192,24 @@ class Pipeline:
         finally:
             batch.unpersist()
 
+    def source_options(self) -> dict[str, str]:
+        """The source's options: snapshot rows go typed to the sinks when every sink stores rows
+        (Delta) and nothing else looks at the batches (``snapshotDelivery``, unless set)."""
+        from headwater.spark.sinks.delta import DeltaSink
+
+        options = dict(self.spec.source)
+        given = next((k for k in options if k.lower() == "snapshotdelivery"), None)
+        rows_ok = bool(self.sinks) and all(isinstance(s, DeltaSink) for s in self.sinks) and not self.observers
+        if given is None:
+            options["snapshotDelivery"] = "rows" if rows_ok else "events"
+        elif options[given].strip().lower() == "rows" and not rows_ok:
+            raise ConfigError([f"pipeline {self.spec.app_name}: source option snapshotDelivery=rows needs every "
+                               "sink to be a delta sink (jsonl and kafka sinks write events)"])
+        return options
+
     def start(self) -> Pipeline:
         spec = self.spec
-        stream = self.spark.readStream.format("headwater").options(**spec.source).load()
+        stream = self.spark.readStream.format("headwater").options(**self.source_options()).load()
         self.query = (stream.writeStream.foreachBatch(self._write)
                       .option("checkpointLocation", str(spec.resolve(str(spec.checkpoint))))
                       .queryName(spec.app_name).trigger(**spec.trigger).start())

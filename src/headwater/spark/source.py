@@ -8,7 +8,12 @@ Options are the connector properties of the standalone runner (``database.hostna
 - ``snapshotParallelism`` — at most this many snapshot tasks (chunks are spread over them);
   default: one task per chunk, Spark runs as many at once as it has task slots;
 - ``snapshotIdleSeconds`` — batch reads only: how long the exported snapshot waits for a task
-  to start reading before it is released (default 300).
+  to start reading before it is released (default 300);
+- ``snapshotDelivery`` — ``events`` (default): every snapshot row is one record; ``rows``: a
+  snapshot chunk of a table whose columns all have an exact typed form is delivered as a few
+  records carrying its rows as typed Arrow data in ``snapshot_rows`` (for the Delta sink, which
+  stores them without building, writing and parsing JSON events; the pipeline runner turns this on
+  when every sink is a Delta sink). Other tables' chunks stay events.
 
 ``spark.read.format("headwater")`` (batch) reads the same snapshot chunks once, without a slot:
 a consistent extract of every captured table (see :class:`HeadwaterBatchReader`).
@@ -47,8 +52,13 @@ log = logging.getLogger(__name__)
 FORMAT = "headwater"
 # the record columns; key/value/headers are exactly what the standalone runner writes
 SCHEMA = ("topic string, key string, value string, headers array<struct<key:string,value:binary>>, "
-          "op string, position string, ts_ms long, source_db string, source_schema string, source_table string")
-SOURCE_OPTIONS = ("maxRowsPerBatch", "snapshotChunkRows", "snapshotParallelism", "snapshotIdleSeconds")
+          "op string, position string, ts_ms long, source_db string, source_schema string, source_table string, "
+          "snapshot_rows binary")
+SOURCE_OPTIONS = ("maxRowsPerBatch", "snapshotChunkRows", "snapshotParallelism", "snapshotIdleSeconds",
+                  "snapshotDelivery")
+SNAPSHOT_DELIVERIES = ("events", "rows")
+# rows per typed snapshot record (one Arrow IPC stream each)
+_TYPED_ROWS = 65_536
 _ARROW_ROWS = 4096
 DEFAULT_SNAPSHOT_IDLE_S = 300  # batch reads: the exported snapshot waits this long for a task
 
@@ -60,7 +70,7 @@ def _arrow_schema() -> pa.Schema:
     return pa.schema([("topic", pa.string()), ("key", pa.string()), ("value", pa.string()),
                       ("headers", pa.list_(header)), ("op", pa.string()), ("position", pa.string()),
                       ("ts_ms", pa.int64()), ("source_db", pa.string()), ("source_schema", pa.string()),
-                      ("source_table", pa.string())])
+                      ("source_table", pa.string()), ("snapshot_rows", pa.binary())])
 
 
 @dataclass
@@ -70,6 +80,7 @@ class SourceSettings:
     snapshot_chunk_rows: int
     snapshot_parallelism: int | None
     snapshot_idle_seconds: int = DEFAULT_SNAPSHOT_IDLE_S
+    snapshot_delivery: str = "events"
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceSettings:
@@ -107,8 +118,12 @@ class SourceSettings:
                 props[_restore_case(key, names)] = value
         props.setdefault("connector.class", DEFAULT_CONNECTOR)
         idle = positive("snapshotIdleSeconds", DEFAULT_SNAPSHOT_IDLE_S) or DEFAULT_SNAPSHOT_IDLE_S
+        delivery = lowered.get("snapshotdelivery", "events").strip().lower() or "events"
+        if delivery not in SNAPSHOT_DELIVERIES:
+            raise ConfigError([f"headwater source option snapshotDelivery={lowered['snapshotdelivery']!r}: "
+                               f"expected one of {', '.join(SNAPSHOT_DELIVERIES)}"])
         return cls(props, positive("maxRowsPerBatch", None), positive("snapshotChunkRows", 100_000) or 100_000,
-                   positive("snapshotParallelism", None), idle)
+                   positive("snapshotParallelism", None), idle, delivery)
 
 
 DEFAULT_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
@@ -158,11 +173,13 @@ def _open_feed(settings: SourceSettings) -> tuple[ChangeFeed, SerializerSettings
 class WorkPartition(InputPartition):
     """What one task does: decode these work items (in order) with this decoder."""
 
-    def __init__(self, decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any]) -> None:
+    def __init__(self, decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any],
+                 typed_rows: bool = False) -> None:
         super().__init__(None)
         self.decoder = decoder
         self.serializer = serializer
         self.items = items
+        self.typed_rows = typed_rows  # snapshotDelivery=rows
 
 
 def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
@@ -172,7 +189,7 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
     schema = _arrow_schema()
     serializer = partition.serializer.create(in_place=True)
     columns: list[list[Any]] = [[] for _ in range(len(schema))]
-    topic, key, value, headers, op, position, ts_ms, db, sch, tbl = columns
+    topic, key, value, headers, op, position, ts_ms, db, sch, tbl, rows = columns
 
     def flush() -> pa.RecordBatch:
         batch = pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)],
@@ -181,7 +198,14 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
             c.clear()
         return batch
 
+    decode_typed = getattr(partition.decoder, "decode_typed", None) if partition.typed_rows else None
     for item in partition.items:
+        typed = decode_typed(item) if decode_typed is not None else None
+        if typed is not None:
+            if topic:  # records stay in order
+                yield flush()
+            yield from _typed_record_batches(typed, serializer, schema)
+            continue
         positioned: PositionedRecord
         for positioned in partition.decoder.decode(item):
             record = positioned.record
@@ -205,10 +229,47 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
                 db.append(None)
                 sch.append(None)
                 tbl.append(None)
+            rows.append(None)
             if len(topic) >= _ARROW_ROWS:
                 yield flush()
     if topic:
         yield flush()
+
+
+def _typed_record_batches(typed: Any, serializer: Any, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """A typed snapshot chunk as records: one per up to _TYPED_ROWS rows, each carrying them as an
+    Arrow IPC stream in `snapshot_rows`, with the key and value of the table's template record (the
+    sink learns the table's schemas from them) and the position of its first row."""
+    import pyarrow as pa
+
+    from headwater.connectors.postgres import typed_snapshot
+    from headwater.connectors.postgres.snapshot import now_us, snapshot_marker
+
+    record, work, table = typed.template, typed.work, typed.rows
+    envelope = record.value
+    source = envelope.get("source") or {}
+    key, value, headers = serializer.key(record), serializer.value(record), serializer.header_pairs(record)
+    total = table.num_rows
+    out: list[list[Any]] = [[] for _ in range(len(schema))]
+    for start, batch in _slices(table, _TYPED_ROWS):
+        ts_us = now_us()
+        full = typed_snapshot.with_row_columns(
+            batch, prefix=typed.prefix, start=start, total=total, first_in_table=work.first_chunk,
+            last_in_table=work.last_chunk, first_table=work.first_table, last_table=work.last_table, ts_us=ts_us,
+            marker=snapshot_marker)
+        for column, item in zip(out, (record.topic, key, value, headers, "r", f"{typed.prefix}{start:08X}",
+                                      ts_us // 1000, source.get("db"), source.get("schema") or None,
+                                      source.get("table") or None, typed_snapshot.to_ipc(full))):
+            column.append(item)
+    if out[0]:
+        yield pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(out, schema)], schema=schema)
+
+
+def _slices(table: pa.Table, size: int) -> Iterator[tuple[int, pa.RecordBatch]]:
+    start = 0
+    for batch in table.combine_chunks().to_batches(max_chunksize=size):
+        yield start, batch
+        start += batch.num_rows
 
 
 def _spark_offset(offset: dict[str, Any]) -> dict[str, Any]:
@@ -251,7 +312,8 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         feed = self._open()
         items = feed.plan(start, end)
         assert self._serializer is not None
-        return _partitions(feed.decoder(), self._serializer, items, self.settings.snapshot_parallelism)
+        return _partitions(feed.decoder(), self._serializer, items, self.settings.snapshot_parallelism,
+                           typed_rows=self.settings.snapshot_delivery == "rows")
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, WorkPartition)
@@ -271,12 +333,12 @@ def _all_snapshot(items: list[Any]) -> bool:
 
 
 def _partitions(decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any],
-                parallelism: int | None) -> list[InputPartition]:
+                parallelism: int | None, typed_rows: bool = False) -> list[InputPartition]:
     if parallelism and len(items) > parallelism and _all_snapshot(items):
         groups: list[list[Any]] = [items[i::parallelism] for i in range(parallelism)]
     else:
         groups = [[item] for item in items]
-    return [WorkPartition(decoder, serializer, group) for group in groups]
+    return [WorkPartition(decoder, serializer, group, typed_rows) for group in groups]
 
 
 class HeadwaterBatchReader(DataSourceReader):

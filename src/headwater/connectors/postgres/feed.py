@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg2
 from psycopg2 import sql
@@ -60,6 +60,9 @@ from headwater.engine.connector import ConnectorError
 from headwater.engine.feed import ChangeFeed, Offset, PositionedRecord, WorkDecoder, position_key
 from headwater.engine.records import SourceRecord
 from headwater.relational.table import Table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +122,18 @@ class SnapshotWork:
     txid: int
 
 
+@dataclass
+class TypedChunk:
+    """A snapshot chunk read as typed columns: `template` is the record of a NULL row of the
+    table (its schemas and source block), `rows` the chunk's values, `prefix` the chunks' position
+    prefix (row n is at `prefix` + n as 8 hex digits, as in the event path)."""
+
+    template: SourceRecord
+    prefix: str
+    rows: pa.Table
+    work: SnapshotWork
+
+
 class PgWorkDecoder(WorkDecoder):
     """Executor side: builds records from stream chunks and reads snapshot chunks."""
 
@@ -164,6 +179,66 @@ class PgWorkDecoder(WorkDecoder):
             current[1] = 0
             builder.handle(payload, lsn)
         return out
+
+    def decode_typed(self, item: Any) -> TypedChunk | None:
+        """A snapshot chunk as typed columns (``typed_snapshot``), or None when the chunk has to be
+        read as events: not a snapshot chunk, a custom SELECT, a column without an exact typed
+        form, or a value pyarrow does not accept."""
+        import pyarrow as pa
+
+        from headwater.connectors.postgres import typed_snapshot as typed
+        from headwater.connectors.postgres.snapshot import now_us
+        from headwater.connectors.postgres.source_info import source_block
+        from headwater.model.envelope import OP_READ
+
+        if not isinstance(item, SnapshotWork) or item.override:
+            return None
+        work, s = item, self.settings
+        captured = s.registry(None).build(work.table, work.raw_columns, from_relation=False)
+        layout = typed.typed_layout(captured)
+        if layout is None:
+            return None
+        # the record an event of this table would be (NULL values): its key and value JSON carry
+        # the schemas the sink learns the table from, its source block the constant fields
+        templates: list[SourceRecord] = []
+        table_id = captured.table.id
+        source = source_block(s.server, s.dbname, ts_us=now_us(), snapshot="true", schema=table_id.schema or "",
+                              table=table_id.table, tx_id=work.txid, lsn=work.lsn, last_commit_lsn=None)
+        dispatcher = s.dispatcher(lambda r: templates.append(r) if isinstance(r, SourceRecord) else None,
+                                  lambda: {"phase": PHASE_SNAPSHOT})
+        row = captured.schema.row([None] * len(captured.raw_columns))
+        dispatcher.dispatch_change(captured.schema, captured.topic, OP_READ, None, row, source,
+                                   collection=captured.collection)
+        if len(templates) != 1:
+            return None
+        try:
+            conn = psycopg2.connect(**self.connect_args)
+            try:
+                conn.autocommit = False
+                with conn.cursor() as cur:
+                    cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    cur.execute("SET TRANSACTION SNAPSHOT %s", (work.snapshot_name,))
+                data = typed.copy_csv(conn, _chunk_query(conn, captured, work))
+                conn.rollback()
+            finally:
+                conn.close()
+        except typed.ChunkTooLarge:
+            log.info("snapshot of table %s (chunk %d): more than %d MiB of text, read as events (in bounded "
+                     "memory)", captured.collection, work.chunk_index, typed.MAX_CHUNK_BYTES >> 20)
+            return None
+        except psycopg2.Error as exc:
+            raise connection_error(f"snapshot of table {captured.collection} (chunk {work.chunk_index})",
+                                   exc) from None
+        try:
+            table = typed.parse_csv(data, layout)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            log.info("snapshot of table %s (chunk %d): a value has no exact typed form (%s); the chunk is "
+                     "read as events", captured.collection, work.chunk_index, str(exc).splitlines()[0][:200])
+            return None
+        if self.lease is not None:
+            chunk_done(self.connect_args, self.lease, f"{work.table_index}:{work.chunk_index}")
+        prefix = position_key(0, (work.table_index << 32) | work.chunk_index)[:32]
+        return TypedChunk(templates[0], prefix, table, work)
 
     def _snapshot(self, work: SnapshotWork) -> Iterator[PositionedRecord]:
         s = self.settings
@@ -256,7 +331,7 @@ def _chunk_condition(work: SnapshotWork) -> tuple[sql.Composable | None, list[An
     return sql.SQL(" AND ").join(parts), params
 
 
-def _copy_rows(conn: Any, captured: CapturedTable, work: SnapshotWork, on_row: Any, stop: threading.Event) -> None:
+def _chunk_query(conn: Any, captured: CapturedTable, work: SnapshotWork) -> str:
     base = snap.select_statement(captured, {captured.collection: work.override} if work.override else {})
     condition, params = _chunk_condition(work)
     query: sql.Composable = base
@@ -267,8 +342,12 @@ def _copy_rows(conn: Any, captured: CapturedTable, work: SnapshotWork, on_row: A
         query = sql.SQL("{} WHERE {}").format(base, condition)
     with conn.cursor() as cur:
         text = cur.mogrify(query, params) if params else query.as_string(conn)
-        if isinstance(text, bytes):
-            text = text.decode()
+    return text.decode() if isinstance(text, bytes) else text
+
+
+def _copy_rows(conn: Any, captured: CapturedTable, work: SnapshotWork, on_row: Any, stop: threading.Event) -> None:
+    text = _chunk_query(conn, captured, work)
+    with conn.cursor() as cur:
         sink = snap._LineSink(lambda line: on_row(snap.parse_copy_line(line)), stop)
         cur.copy_expert(f"COPY ({text}) TO STDOUT", sink, size=1 << 16)
 

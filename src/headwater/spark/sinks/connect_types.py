@@ -48,6 +48,8 @@ from pyspark.sql.types import (
 Schema = dict[str, Any]  # a Connect schema as the JSON converter renders it
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
+# the "format" of values that are already of their spark_type (typed snapshot rows): nothing to convert
+NATIVE = "native"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
 _DATES = frozenset({"org.apache.kafka.connect.data.Date", "io.debezium.time.Date"})
 _MILLI_TIMESTAMPS = frozenset({"org.apache.kafka.connect.data.Timestamp", "io.debezium.time.Timestamp"})
@@ -159,6 +161,8 @@ def spark_type(schema: Schema, decimal_format: str = "base64") -> DataType:
 
 
 def needs_conversion(schema: Schema, decimal_format: str = "base64") -> bool:
+    if decimal_format == NATIVE:
+        return False
     kind = schema.get("type")
     name = _name(schema)
     if name == DECIMAL:

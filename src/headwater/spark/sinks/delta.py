@@ -18,6 +18,14 @@ Decoding: the value's Connect schema (``value.converter.schemas.enable=true`` is
 the columns; it is read once per distinct schema per batch, then every record is parsed with
 ``from_json`` and converted with SQL expressions (see :mod:`headwater.spark.sinks.connect_types`).
 
+Typed snapshot rows (source option ``snapshotDelivery=rows``): records whose ``snapshot_rows``
+holds a snapshot chunk's rows as Arrow IPC are decoded in the executors (``mapInArrow``) straight
+into the table's column types and given the fields the change log keeps; the current state is
+appended to a new table, or merged by position (a replayed snapshot), without the reduction per
+key. Their change-log and current-state writes carry transaction ids of their own
+(``…:changelog:rows``, ``…:merge:rows``), so a batch with typed rows and events of one topic
+stays idempotent for both.
+
 Current state, per batch and topic:
 
 1. The last truncate ``t`` of the batch deletes every stored row whose position is older than it;
@@ -76,6 +84,7 @@ from headwater.spark.sinks.jsonl import topic_directory
 log = logging.getLogger(__name__)
 
 DATA_OPS = ("c", "u", "d", "r", "t")
+TYPED_ROWS = "snapshot_rows"  # the source column of typed snapshot rows (Arrow IPC)
 POSITION = "__headwater_position"
 OP = "__headwater_op"
 TS_MS = "__headwater_ts_ms"
@@ -103,6 +112,7 @@ class _Summary:
     events: int = 0  # c/u/d/r
     updates: int = 0  # u: only updates carry unchanged-TOAST placeholders
     keyed: bool = False  # some c/u/d/r record has a key
+    typed: int = 0  # records carrying typed snapshot rows (source option snapshotDelivery=rows)
 
 
 @dataclass
@@ -241,6 +251,7 @@ class DeltaSink:
 
         op, value, key = F.col("op"), F.col("value"), F.col("key")
         keyed_event = key.isNotNull() & (op != "t")
+        typed_records = (F.count(F.col(TYPED_ROWS)) if TYPED_ROWS in data.columns else F.lit(0)).alias("typed")
         for _ in range(1000):  # each round learns at least one schema: a bound against a bug looping
             value_known = self._known_expr(self._value_forms, value)
             key_known = self._known_expr(self._key_forms, key)
@@ -250,7 +261,8 @@ class DeltaSink:
                          F.count(F.when(op == "t", F.lit(1))).alias("truncates"),
                          F.count(F.when(keyed_event, F.lit(1))).alias("keyed"),
                          F.count(F.when(~value_known, F.lit(1))).alias("unknown_values"),
-                         F.count(F.when(keyed_event & ~key_known, F.lit(1))).alias("unknown_keys"))
+                         F.count(F.when(keyed_event & ~key_known, F.lit(1))).alias("unknown_keys"),
+                         typed_records)
                     .collect())
             unknown = [r["topic"] for r in rows if r["unknown_values"] or r["unknown_keys"]]
             if not unknown:
@@ -267,7 +279,8 @@ class DeltaSink:
         for r in rows:
             topic = r["topic"]
             summaries[topic] = _Summary(topic, [schema for _, schema in self._value_forms.get(topic, [])],
-                                        events=r["events"], updates=r["updates"], keyed=r["keyed"] > 0)
+                                        events=r["events"], updates=r["updates"], keyed=r["keyed"] > 0,
+                                        typed=r["typed"])
         if any(r["truncates"] for r in rows):
             for r in data.filter(op == "t").groupBy("topic").agg(F.max("position").alias("last")).collect():
                 summaries[r["topic"]].last_truncate = r["last"]
@@ -346,6 +359,15 @@ class DeltaSink:
         table_path = self.table_path(summary.topic)
         table = self._table(session, table_path) if self.current else None
         topic = self._topic(summary, table)
+        if summary.typed:
+            typed = events.filter(F.col(TYPED_ROWS).isNotNull())
+            with self._timed("typed"):
+                table = self._write_typed_rows(session, typed, topic, summary, table, table_path, batch_id, app)
+            if summary.events == summary.typed:
+                return
+            events = events.filter(F.col(TYPED_ROWS).isNull())
+            summary = _Summary(summary.topic, summary.schemas, summary.last_truncate,
+                               summary.events - summary.typed, summary.updates, summary.keyed)
         fmt = self.decimal_format
         row_type = ct.json_type(topic.row, fmt)
         payload = [StructField("before", row_type), StructField("after", row_type), StructField("ts_ms", LongType())]
@@ -378,13 +400,70 @@ class DeltaSink:
             if both:
                 parsed.unpersist()
 
+    # -- typed snapshot rows -------------------------------------------------------------------
+
+    def _write_typed_rows(self, session: Any, records: Any, topic: _Topic, summary: _Summary, table: _Table | None,
+                          path: str, batch_id: int, app: str) -> _Table | None:
+        """Snapshot rows that arrive typed (Arrow IPC in ``snapshot_rows``, see
+        ``headwater.connectors.postgres.typed_snapshot``): decoded in the executors into the
+        table's column types, given the event fields the change log keeps (position, op ``r``,
+        ``source`` from the table's template record plus each row's ``snapshot`` marker and read
+        time), then written as the events would be. Keys are unique in a snapshot: the current
+        state is appended to a new table, else merged without reducing per key."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+        from headwater.connectors.postgres import typed_snapshot as ts
+
+        fmt = self.decimal_format
+        fields = list(topic.row["fields"])
+        flat = StructType([StructField(f["field"], ct.spark_type(f, fmt), True) for f in fields]
+                          + [StructField(ts.POSITION, StringType(), True), StructField(ts.MARKER, StringType(), True),
+                             StructField(ts.TS_US, LongType(), True)])
+        rows = records.select(TYPED_ROWS).mapInArrow(_IpcDecoder(flat), flat)
+        template = records.select("value").first()
+        envelope = json.loads(template["value"])["payload"] if template is not None else {}
+        ts_us = F.col(quote(ts.TS_US))
+
+        def source_column(f: ct.Schema) -> Any:
+            name = f["field"]
+            if name == "snapshot":
+                value = F.col(quote(ts.MARKER))
+            elif name in ("ts_ms", "ts_us", "ts_ns"):
+                value = {"ts_ms": F.floor(ts_us / 1000), "ts_us": ts_us, "ts_ns": ts_us * 1000}[name]
+            else:
+                value = F.lit((envelope.get("source") or {}).get(name))
+            return value.cast(ct.json_type(f, fmt)).alias(name)
+
+        row_type = StructType([StructField(f["field"], ct.spark_type(f, fmt), True) for f in fields])
+        payload = [F.lit(None).cast(row_type).alias("before"),
+                   F.struct(*[F.col(quote(f["field"])) for f in fields]).alias("after"),
+                   F.floor(ts_us / 1000).cast("BIGINT").alias("ts_ms")]
+        if topic.source is not None:
+            payload.append(F.struct(*[source_column(f) for f in topic.source["fields"]]).alias("source"))
+        if topic.transaction is not None:
+            payload.append(F.lit(None).cast(ct.json_type(topic.transaction, fmt)).alias("transaction"))
+        key = (F.struct(*[F.col(quote(f["field"])) for f in topic.key_fields]).alias("k") if topic.key_fields
+               else F.lit(None).alias("k"))
+        parsed = rows.select(F.col(quote(ts.POSITION)).alias("position"), F.lit("r").alias("op"),
+                             F.floor(ts_us / 1000).cast("BIGINT").alias("ts_ms"), key,
+                             F.struct(*payload).alias("v"))
+        typed = _Summary(summary.topic, summary.schemas, None, summary.typed, 0, summary.keyed)
+        if self.changelog:
+            self._append_changelog(session, parsed, topic, typed, batch_id, app, fmt=ct.NATIVE,
+                                   tag="changelog:rows")
+        if self.current and topic.key_fields:
+            table = self._apply_current(session, parsed, topic, typed, table, path, batch_id, app, fmt=ct.NATIVE,
+                                        tag="merge:rows", unique_keys=True)
+        return table
+
     # -- change log ----------------------------------------------------------------------------
 
     def _append_changelog(self, session: Any, parsed: Any, topic: _Topic, summary: _Summary, batch_id: int,
-                          app: str) -> None:
+                          app: str, fmt: str | None = None, tag: str = "changelog") -> None:
         from pyspark.sql import functions as F
 
-        fmt = self.decimal_format
+        fmt = fmt or self.decimal_format
 
         def source_field(name: str, sql_type: str, alias: str) -> Any:
             if topic.source is not None and ct.field(topic.source, name) is not None:
@@ -408,7 +487,7 @@ class DeltaSink:
         columns += [F.col("v.ts_ms").alias("ts_ms"), F.lit(batch_id).cast("BIGINT").alias("batch_id")]
         path = self.changelog_path(summary.topic)
         (parsed.select(*columns).write.format("delta").mode("append")
-         .option("mergeSchema", "true").option("txnAppId", f"{app}:changelog").option("txnVersion", str(batch_id))
+         .option("mergeSchema", "true").option("txnAppId", f"{app}:{tag}").option("txnVersion", str(batch_id))
          .save(path))
         self._register(session, summary.topic + CHANGELOG_SUFFIX, path)
 
@@ -476,23 +555,24 @@ class DeltaSink:
         return table
 
     def _apply_current(self, session: Any, parsed: Any, topic: _Topic, summary: _Summary, table: _Table | None,
-                       path: str, batch_id: int, app: str) -> None:
+                       path: str, batch_id: int, app: str, fmt: str | None = None, tag: str = "merge",
+                       unique_keys: bool = False) -> _Table | None:
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
         if summary.last_truncate is not None and table is not None:
             DeltaTable.forPath(session, path).delete(F.col(POSITION) < F.lit(summary.last_truncate))
         if summary.events == 0 or not topic.key_fields:
-            return
+            return table
         events = parsed.filter(F.col("op") != "t")
         if summary.last_truncate is not None:
             events = events.filter(F.col("position") > F.lit(summary.last_truncate))
         with self._timed("current.table"):
             table = self._ensure_table(session, path, topic, table, summary.topic)
-        source, columns, toast = self._merge_source(events, topic, summary)
+        source, columns, toast = self._merge_source(events, topic, summary, fmt or self.decimal_format, unique_keys)
         values = {quote(f["field"]): f"s.__hw_c{i}" for i, f in enumerate(columns)}
         values.update({quote(POSITION): "s.__hw_position", quote(OP): "s.__hw_op", quote(TS_MS): "s.__hw_ts_ms"})
-        merge_app = f"{app}:merge"
+        merge_app = f"{app}:{tag}"
         with self._timed("current.write"):
             if table.empty:
                 # a table this sink just created: nothing to merge with, append the upserts
@@ -516,14 +596,15 @@ class DeltaSink:
                  .whenNotMatchedInsert(condition="s.__hw_op <> 'd'", values=values)
                  .execute())
         table.empty = False
+        return table
 
-    def _merge_source(self, events: Any, topic: _Topic,
-                      summary: _Summary) -> tuple[Any, list[ct.Schema], dict[int, str]]:
+    def _merge_source(self, events: Any, topic: _Topic, summary: _Summary, fmt: str,
+                      unique_keys: bool = False) -> tuple[Any, list[ct.Schema], dict[int, str]]:
         """The latest event per key, converted: __hw_key_<i>, __hw_position/op/ts_ms, __hw_c<i> per
-        column and, for columns that may hold a TOAST placeholder, __hw_keep_<i> (keep the stored value)."""
+        column and, for columns that may hold a TOAST placeholder, __hw_keep_<i> (keep the stored value).
+        `unique_keys`: every key occurs once (a snapshot), so there is nothing to reduce."""
         from pyspark.sql import functions as F
 
-        fmt = self.decimal_format
         columns = list(topic.row["fields"])
         toast: dict[int, str] = {}
         if summary.updates:
@@ -532,6 +613,12 @@ class DeltaSink:
                 if check is not None:
                     toast[i] = check
         keys = [F.expr(f"k.{quote(f['field'])}").alias(f"__hw_key_{i}") for i, f in enumerate(topic.key_fields)]
+        if unique_keys and not toast:
+            selected = [*keys, F.col("position").alias("__hw_position"), F.col("op").alias("__hw_op"),
+                        F.col("ts_ms").alias("__hw_ts_ms")]
+            selected += [F.expr(ct.convert_sql(f"v.after.{quote(f['field'])}", f, fmt)).alias(f"__hw_c{i}")
+                         for i, f in enumerate(columns)]
+            return events.select(*selected), columns, toast
         aggs = [F.max_by(F.struct("position", "op", "ts_ms", F.col("v.after").alias("after")),
                          F.col("position")).alias("e")]
         for i, check in toast.items():
@@ -563,6 +650,30 @@ class DeltaSink:
         full = f"{quote(database)}.{name}" if database else name
         session.sql(f"CREATE TABLE IF NOT EXISTS {full} USING DELTA LOCATION {sql_string(path)}")
         self._registered.add(path)
+
+
+class _IpcDecoder:
+    """``mapInArrow`` function: the Arrow IPC streams of ``snapshot_rows`` → batches of `schema`
+    (columns by name; one the rows lack — a column added since — is NULL)."""
+
+    def __init__(self, schema: Any) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.schema = to_arrow_schema(schema, timezone="UTC")  # Spark exchanges instants in UTC
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        target = self.schema
+        for batch in batches:
+            for blob in batch.column(0).to_pylist():
+                if blob is None:
+                    continue
+                for part in pa.ipc.open_stream(blob):
+                    names = set(part.schema.names)
+                    arrays = [part.column(f.name).cast(f.type) if f.name in names
+                              else pa.nulls(part.num_rows, f.type) for f in target]
+                    yield pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
 def _clear_uncommitted_log(session: Any, path: str) -> None:
