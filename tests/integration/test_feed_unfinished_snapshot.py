@@ -78,3 +78,25 @@ def test_a_vanished_slot_inside_the_snapshot_is_an_error_unless_when_needed(item
         assert work and work[0].lsn > start["lsn_commit"]  # a new slot's consistent point
     finally:
         feed.close()
+
+
+def test_asked_twice_for_the_initial_offset_the_feed_reads_the_slots_own_snapshot(items, tmp_path, caplog):
+    """Spark calls initialOffset twice on one reader before batch 0 (for its start, then to plan
+    it). The second call must not take the new slot for an old one and export another snapshot:
+    the records must carry the slot's consistent point, and the stream start there."""
+    slot = f"hw_feed_{uuid.uuid4().hex[:10]}"
+    feed = _feed(items, tmp_path, slot)
+    try:
+        first = feed.initial_offset()
+        items.execute("INSERT INTO public.items VALUES (100, 'after the slot')")
+        with caplog.at_level("WARNING"):
+            second = feed.initial_offset()
+        assert second == first
+        assert not [r for r in caplog.records if "exists" in r.getMessage()]
+        work = feed.plan(second, feed.latest(second, None))
+        assert {w.lsn for w in work} == {first["lsn_commit"]}
+        decoder = feed.decoder()
+        ids = [row["id"] for w in work for row in decoder.decode_typed(w).rows.to_pylist()]
+        assert sorted(ids) == list(range(1, 26))  # the slot's snapshot: without the row inserted after it
+    finally:
+        feed.close()

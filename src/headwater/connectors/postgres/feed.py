@@ -407,6 +407,7 @@ class PgChangeFeed(ChangeFeed):
         self._ready: list[tuple[Chunk, StreamPosition]] = []   # read ahead, in order
         self._reader_start: Offset | None = None
         self._target_lsn: int | None = None     # Trigger.AvailableNow: read up to here, then stop
+        self._initial: Offset | None = None     # what initial_offset decided (Spark asks more than once)
 
     # -- ChangeFeed --------------------------------------------------------------------
 
@@ -414,6 +415,13 @@ class PgChangeFeed(ChangeFeed):
         return PgWorkDecoder(self.settings, connect_kwargs(self.config, application_name="headwater-executor"))
 
     def initial_offset(self) -> Offset:
+        # Spark asks twice before batch 0 (for its start, then again to plan it): the second
+        # answer must be the first, not a second exported snapshot of a slot this feed just made
+        if self._initial is None:
+            self._initial = self._decide_initial_offset()
+        return dict(self._initial)
+
+    def _decide_initial_offset(self) -> Offset:
         self._open()
         c = self.connector
         slot = read_slot(self._conn, c.slot_name)
@@ -560,6 +568,7 @@ class PgChangeFeed(ChangeFeed):
                 except psycopg2.Error:
                     pass
         self._repl = self._conn = None
+        self._initial = None
 
     # -- set-up ------------------------------------------------------------------------
 
