@@ -160,6 +160,7 @@ class SparkBench(Bench):
             **({"snapshotChunkRows": str(self.args.chunk_rows)} if self.args.chunk_rows else {}),
             **({"snapshotParallelism": str(self.args.parallelism)} if self.args.parallelism else {}),
             **({"maxRowsPerBatch": str(self.args.max_rows_per_batch)} if self.args.max_rows_per_batch else {}),
+            **({"readAheadMessages": str(self.args.read_ahead_messages)} if self.args.read_ahead_messages else {}),
             **({"snapshotDelivery": self.args.snapshot_delivery} if self.args.snapshot_delivery else {}),
         }
 
@@ -347,6 +348,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--chunk-rows", type=int, default=None, help="source option snapshotChunkRows")
     p.add_argument("--parallelism", type=int, default=None, help="source option snapshotParallelism")
     p.add_argument("--max-rows-per-batch", type=int, default=None, help="source option maxRowsPerBatch")
+    p.add_argument("--read-ahead-messages", type=int, default=None, help="source option readAheadMessages")
     p.add_argument("--snapshot-delivery", choices=("events", "rows"), default=None,
                    help="source option snapshotDelivery (default: the pipeline's choice, rows for Delta sinks)")
     p.add_argument("--changelog", action="store_true", help="also write the Delta change-log tables "

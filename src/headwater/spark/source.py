@@ -55,7 +55,7 @@ SCHEMA = ("topic string, key string, value string, headers array<struct<key:stri
           "op string, position string, ts_ms long, source_db string, source_schema string, source_table string, "
           "snapshot_rows binary")
 SOURCE_OPTIONS = ("maxRowsPerBatch", "snapshotChunkRows", "snapshotParallelism", "snapshotIdleSeconds",
-                  "snapshotDelivery")
+                  "snapshotDelivery", "readAheadMessages")
 SNAPSHOT_DELIVERIES = ("events", "rows")
 # rows per typed snapshot record (one Arrow IPC stream each)
 _TYPED_ROWS = 65_536
@@ -81,6 +81,7 @@ class SourceSettings:
     snapshot_parallelism: int | None
     snapshot_idle_seconds: int = DEFAULT_SNAPSHOT_IDLE_S
     snapshot_delivery: str = "events"
+    read_ahead_messages: int | None = None  # None: the feed's default
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceSettings:
@@ -123,7 +124,7 @@ class SourceSettings:
             raise ConfigError([f"headwater source option snapshotDelivery={lowered['snapshotdelivery']!r}: "
                                f"expected one of {', '.join(SNAPSHOT_DELIVERIES)}"])
         return cls(props, positive("maxRowsPerBatch", None), positive("snapshotChunkRows", 100_000) or 100_000,
-                   positive("snapshotParallelism", None), idle, delivery)
+                   positive("snapshotParallelism", None), idle, delivery, positive("readAheadMessages", None))
 
 
 DEFAULT_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
@@ -162,9 +163,11 @@ def _open_feed(settings: SourceSettings) -> tuple[ChangeFeed, SerializerSettings
     for warning in config.warnings:
         log.warning("%s", warning)
     if config.connector_key == "postgresql":
-        from headwater.connectors.postgres.feed import PgChangeFeed
+        from headwater.connectors.postgres.feed import DEFAULT_READ_AHEAD_MESSAGES, PgChangeFeed
 
-        feed: ChangeFeed = PgChangeFeed(config.connector, snapshot_chunk_rows=settings.snapshot_chunk_rows)
+        feed: ChangeFeed = PgChangeFeed(config.connector, snapshot_chunk_rows=settings.snapshot_chunk_rows,
+                                        read_ahead_messages=settings.read_ahead_messages
+                                        or DEFAULT_READ_AHEAD_MESSAGES)
     else:
         raise ConfigError([f"connector {config.connector_key!r} cannot run as a Spark source yet"])
     return feed, serializer_settings(config, build_connector(config))

@@ -62,7 +62,7 @@ from headwater.engine.records import PendingBatch
 log = logging.getLogger(__name__)
 
 _EMIT_CHUNK = 512          # records per hand-over to the engine queue (sequential mode)
-_WORKER_CHUNK = 2048       # messages per chunk for a worker process
+WORKER_CHUNK = 2048        # messages per chunk for a worker process
 
 # protocol 2 stream messages: Stream Start, Stream Stop, Stream Commit, Stream Abort
 STREAM_START, STREAM_STOP, STREAM_COMMIT, STREAM_ABORT = (ord(c) for c in "SEcA")
@@ -336,7 +336,7 @@ class StreamingReader:
         elif kind == TRUNCATE:
             self._chunk_oids.update(pg.decode(payload).relation_oids)
         self._chunk.append((payload, lsn))
-        if len(self._chunk) >= _WORKER_CHUNK:
+        if len(self._chunk) >= WORKER_CHUNK:
             self._submit_chunk()
 
     def _submit_chunk(self, heartbeat: tuple[int, dict[str, Any]] | None = None) -> None:
