@@ -77,10 +77,10 @@ class JsonConverter:
         if not self.schemas_enable:
             parts.append(payload)
             return
-        parts += (b'{"schema":', self._schema_text(schema) if schema is not None else b"null", b',"payload":',
+        parts += (b'{"schema":', self.schema_text(schema) if schema is not None else b"null", b',"payload":',
                   payload, b"}")
 
-    def _schema_text(self, schema: Schema) -> bytes:
+    def schema_text(self, schema: Schema) -> bytes:
         if not self.decimal_numeric:
             return schema.json_bytes
         cached = self._schema_texts.get(id(schema))

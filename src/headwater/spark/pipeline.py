@@ -193,18 +193,20 @@ class Pipeline:
             batch.unpersist()
 
     def source_options(self) -> dict[str, str]:
-        """The source's options: snapshot rows go typed to the sinks when every sink stores rows
-        (Delta) and nothing else looks at the batches (``snapshotDelivery``, unless set)."""
+        """The source's options: when every sink stores rows (Delta) and nothing else looks at the
+        batches, snapshot rows go typed to the sinks (``snapshotDelivery=rows``) and change values
+        without their schemas (``valueFormat=payload``), unless those options are set."""
         from headwater.spark.sinks.delta import DeltaSink
 
         options = dict(self.spec.source)
-        given = next((k for k in options if k.lower() == "snapshotdelivery"), None)
         rows_ok = bool(self.sinks) and all(isinstance(s, DeltaSink) for s in self.sinks) and not self.observers
-        if given is None:
-            options["snapshotDelivery"] = "rows" if rows_ok else "events"
-        elif options[given].strip().lower() == "rows" and not rows_ok:
-            raise ConfigError([f"pipeline {self.spec.app_name}: source option snapshotDelivery=rows needs every "
-                               "sink to be a delta sink (jsonl and kafka sinks write events)"])
+        for name, lake_only, default in (("snapshotDelivery", "rows", "events"), ("valueFormat", "payload", "json")):
+            given = next((k for k in options if k.lower() == name.lower()), None)
+            if given is None:
+                options[name] = lake_only if rows_ok else default
+            elif options[given].strip().lower() == lake_only and not rows_ok:
+                raise ConfigError([f"pipeline {self.spec.app_name}: source option {name}={lake_only} needs every "
+                                   "sink to be a delta sink (jsonl and kafka sinks write whole events)"])
         return options
 
     def start(self) -> Pipeline:

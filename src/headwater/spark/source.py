@@ -28,6 +28,7 @@ the database once Spark has committed the batch that ends there.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -55,8 +56,9 @@ SCHEMA = ("topic string, key string, value string, headers array<struct<key:stri
           "op string, position string, ts_ms long, source_db string, source_schema string, source_table string, "
           "snapshot_rows binary")
 SOURCE_OPTIONS = ("maxRowsPerBatch", "snapshotChunkRows", "snapshotParallelism", "snapshotIdleSeconds",
-                  "snapshotDelivery", "readAheadMessages")
+                  "snapshotDelivery", "readAheadMessages", "valueFormat")
 SNAPSHOT_DELIVERIES = ("events", "rows")
+VALUE_FORMATS = ("json", "payload")
 # rows per typed snapshot record (one Arrow IPC stream each)
 _TYPED_ROWS = 65_536
 _ARROW_ROWS = 4096
@@ -82,6 +84,7 @@ class SourceSettings:
     snapshot_idle_seconds: int = DEFAULT_SNAPSHOT_IDLE_S
     snapshot_delivery: str = "events"
     read_ahead_messages: int | None = None  # None: the feed's default
+    value_format: str = "json"
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceSettings:
@@ -123,8 +126,13 @@ class SourceSettings:
         if delivery not in SNAPSHOT_DELIVERIES:
             raise ConfigError([f"headwater source option snapshotDelivery={lowered['snapshotdelivery']!r}: "
                                f"expected one of {', '.join(SNAPSHOT_DELIVERIES)}"])
+        value_format = lowered.get("valueformat", "json").strip().lower() or "json"
+        if value_format not in VALUE_FORMATS:
+            raise ConfigError([f"headwater source option valueFormat={lowered['valueformat']!r}: "
+                               f"expected one of {', '.join(VALUE_FORMATS)}"])
         return cls(props, positive("maxRowsPerBatch", None), positive("snapshotChunkRows", 100_000) or 100_000,
-                   positive("snapshotParallelism", None), idle, delivery, positive("readAheadMessages", None))
+                   positive("snapshotParallelism", None), idle, delivery, positive("readAheadMessages", None),
+                   value_format)
 
 
 DEFAULT_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
@@ -177,12 +185,13 @@ class WorkPartition(InputPartition):
     """What one task does: decode these work items (in order) with this decoder."""
 
     def __init__(self, decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any],
-                 typed_rows: bool = False) -> None:
+                 typed_rows: bool = False, payload_values: bool = False) -> None:
         super().__init__(None)
         self.decoder = decoder
         self.serializer = serializer
         self.items = items
         self.typed_rows = typed_rows  # snapshotDelivery=rows
+        self.payload_values = payload_values  # valueFormat=payload
 
 
 def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
@@ -191,6 +200,12 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
 
     schema = _arrow_schema()
     serializer = partition.serializer.create(in_place=True)
+    # valueFormat=payload: values without their schema; each value schema is sent once per task,
+    # in a schema record ahead of its first use (the Delta sink learns the columns from those)
+    payloads = (dataclasses.replace(partition.serializer, value_schemas_enable=False).create(in_place=True)
+                if partition.payload_values else None)
+    schema_text = serializer.value_converter.schema_text
+    sent: dict[int, Any] = {}  # id(schema) -> schema (kept alive, so the id stays unique)
     columns: list[list[Any]] = [[] for _ in range(len(schema))]
     topic, key, value, headers, op, position, ts_ms, db, sch, tbl, rows = columns
 
@@ -212,13 +227,19 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
         positioned: PositionedRecord
         for positioned in partition.decoder.decode(item):
             record = positioned.record
+            if payloads is not None and record.value_schema is not None and id(record.value_schema) not in sent:
+                sent[id(record.value_schema)] = record.value_schema
+                text = b'{"schema":' + schema_text(record.value_schema) + b',"payload":null}'
+                for column, item in zip(columns, (record.topic, None, text, [], None, positioned.position,
+                                                  None, None, None, None, None)):
+                    column.append(item)
             envelope = record.value if isinstance(record.value, dict) else None
             source = envelope.get("source") if envelope is not None else None
             topic.append(record.topic)
             # UTF-8 bytes and (name, bytes) pairs go to Arrow as they are: pa.array validates
             # UTF-8 for string columns and takes tuples for structs, in C (no str/dict per record)
             key.append(serializer.key(record))
-            value.append(serializer.value(record))
+            value.append(serializer.value(record) if payloads is None else payloads.value(record))
             headers.append(serializer.header_pairs(record))
             op.append(record.op)
             position.append(positioned.position)
@@ -316,7 +337,8 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         items = feed.plan(start, end)
         assert self._serializer is not None
         return _partitions(feed.decoder(), self._serializer, items, self.settings.snapshot_parallelism,
-                           typed_rows=self.settings.snapshot_delivery == "rows")
+                           typed_rows=self.settings.snapshot_delivery == "rows",
+                           payload_values=self.settings.value_format == "payload")
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, WorkPartition)
@@ -336,12 +358,13 @@ def _all_snapshot(items: list[Any]) -> bool:
 
 
 def _partitions(decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any],
-                parallelism: int | None, typed_rows: bool = False) -> list[InputPartition]:
+                parallelism: int | None, typed_rows: bool = False,
+                payload_values: bool = False) -> list[InputPartition]:
     if parallelism and len(items) > parallelism and _all_snapshot(items):
         groups: list[list[Any]] = [items[i::parallelism] for i in range(parallelism)]
     else:
         groups = [[item] for item in items]
-    return [WorkPartition(decoder, serializer, group, typed_rows) for group in groups]
+    return [WorkPartition(decoder, serializer, group, typed_rows, payload_values) for group in groups]
 
 
 class HeadwaterBatchReader(DataSourceReader):

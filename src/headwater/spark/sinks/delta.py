@@ -84,6 +84,9 @@ from headwater.spark.sinks.jsonl import topic_directory
 log = logging.getLogger(__name__)
 
 DATA_OPS = ("c", "u", "d", "r", "t")
+# what a value with its Connect schema starts with; values of the source's valueFormat=payload do
+# not, and their schemas come in schema records (no op, no key, value {"schema": …, "payload": null})
+ENVELOPE_PREFIX = '{"schema":'
 TYPED_ROWS = "snapshot_rows"  # the source column of typed snapshot rows (Arrow IPC)
 POSITION = "__headwater_position"
 OP = "__headwater_op"
@@ -113,6 +116,7 @@ class _Summary:
     updates: int = 0  # u: only updates carry unchanged-TOAST placeholders
     keyed: bool = False  # some c/u/d/r record has a key
     typed: int = 0  # records carrying typed snapshot rows (source option snapshotDelivery=rows)
+    bare: int = 0  # values without their schema (source option valueFormat=payload)
 
 
 @dataclass
@@ -208,8 +212,10 @@ class DeltaSink:
 
         session = batch.sparkSession
         data = batch.filter(F.col("op").isin(*DATA_OPS) & F.col("value").isNotNull())
+        schema_records = batch.filter(F.col("op").isNull() & F.col("key").isNull()
+                                      & F.col("value").startswith(ENVELOPE_PREFIX))
         with self._timed("summary"):
-            summaries = self._summaries(data)
+            summaries = self._summaries(data, schema_records)
         if not summaries:
             return
         app = self._app_id(session)
@@ -238,7 +244,7 @@ class DeltaSink:
         query = session.sparkContext.getLocalProperty("sql.streaming.queryId")
         return f"{DEFAULT_APP_ID}:{query}" if query else DEFAULT_APP_ID
 
-    def _summaries(self, data: Any) -> dict[str, _Summary]:
+    def _summaries(self, data: Any, schema_records: Any) -> dict[str, _Summary]:
         """Per topic: event counts, the last truncate, and the value/key schemas in the batch.
 
         The JSON converter writes ``{"schema":…,"payload":…}`` with the same schema text for every
@@ -246,14 +252,18 @@ class DeltaSink:
         (memcmp) against the schemas already seen. Records with an unknown prefix are rare (a new
         topic or a schema change): one of them is fetched and decoded on the driver, then the pass
         is repeated until every record is known. Searching or parsing each record's JSON here would
-        cost more than decoding the batch."""
+        cost more than decoding the batch. Values without a schema (valueFormat=payload) take their
+        schemas from the batch's schema records, which are few (one per schema and task)."""
         from pyspark.sql import functions as F
 
         op, value, key = F.col("op"), F.col("value"), F.col("key")
         keyed_event = key.isNotNull() & (op != "t")
         typed_records = (F.count(F.col(TYPED_ROWS)) if TYPED_ROWS in data.columns else F.lit(0)).alias("typed")
+        bare = ~value.startswith(ENVELOPE_PREFIX)
+        schemas_read = False
+        schema_topics: set[str] = set()  # topics with schema records in this batch
         for _ in range(1000):  # each round learns at least one schema: a bound against a bug looping
-            value_known = self._known_expr(self._value_forms, value)
+            value_known = self._known_expr(self._value_forms, value) | bare
             key_known = self._known_expr(self._key_forms, key)
             rows = (data.groupBy("topic")
                     .agg(F.count(F.when(op != "t", F.lit(1))).alias("events"),
@@ -262,17 +272,31 @@ class DeltaSink:
                          F.count(F.when(keyed_event, F.lit(1))).alias("keyed"),
                          F.count(F.when(~value_known, F.lit(1))).alias("unknown_values"),
                          F.count(F.when(keyed_event & ~key_known, F.lit(1))).alias("unknown_keys"),
+                         F.count(F.when(bare, F.lit(1))).alias("bare"),
                          typed_records)
                     .collect())
-            unknown = [r["topic"] for r in rows if r["unknown_values"] or r["unknown_keys"]]
+            bare_topics = [r["topic"] for r in rows if r["bare"]]
+            if bare_topics and not schemas_read:
+                schemas_read = True
+                for r in schema_records.filter(F.col("topic").isin(*bare_topics)).select("topic", "value").collect():
+                    self._learn(r["topic"], r["value"], None)
+                    schema_topics.add(r["topic"])
+            # values without a schema and without schema records: not the source's payload format
+            # (e.g. a converter with schemas.enable=false); learning one of them says what is wrong
+            strays = {topic for topic in bare_topics if topic not in schema_topics}
+            unknown = [r["topic"] for r in rows if r["unknown_values"] or r["unknown_keys"] or r["topic"] in strays]
             if not unknown:
                 break
             for topic in unknown:
+                stray = bare if topic in strays else F.lit(False)
                 sample = (data.filter((F.col("topic") == topic)
-                                      & (~value_known | (keyed_event & ~key_known)))
+                                      & (~value_known | stray | (keyed_event & ~key_known)))
                           .select("value", "key", "op").limit(1).collect())
                 if sample:
-                    self._learn(topic, sample[0]["value"], sample[0]["key"] if sample[0]["op"] != "t" else None)
+                    found = sample[0]["value"]
+                    if topic in schema_topics and found is not None and not found.startswith(ENVELOPE_PREFIX):
+                        found = None  # a payload (sampled for its key): its schema came in a schema record
+                    self._learn(topic, found, sample[0]["key"] if sample[0]["op"] != "t" else None)
         else:
             raise RuntimeError("delta sink: the record schemas of a batch could not be identified")
         summaries: dict[str, _Summary] = {}
@@ -280,7 +304,7 @@ class DeltaSink:
             topic = r["topic"]
             summaries[topic] = _Summary(topic, [schema for _, schema in self._value_forms.get(topic, [])],
                                         events=r["events"], updates=r["updates"], keyed=r["keyed"] > 0,
-                                        typed=r["typed"])
+                                        typed=r["typed"], bare=r["bare"])
         if any(r["truncates"] for r in rows):
             for r in data.filter(op == "t").groupBy("topic").agg(F.max("position").alias("last")).collect():
                 summaries[r["topic"]].last_truncate = r["last"]
@@ -367,7 +391,7 @@ class DeltaSink:
                 return
             events = events.filter(F.col(TYPED_ROWS).isNull())
             summary = _Summary(summary.topic, summary.schemas, summary.last_truncate,
-                               summary.events - summary.typed, summary.updates, summary.keyed)
+                               summary.events - summary.typed, summary.updates, summary.keyed, bare=summary.bare)
         fmt = self.decimal_format
         row_type = ct.json_type(topic.row, fmt)
         payload = [StructField("before", row_type), StructField("after", row_type), StructField("ts_ms", LongType())]
@@ -376,12 +400,16 @@ class DeltaSink:
         if topic.transaction is not None:
             payload.append(StructField("transaction", ct.json_type(topic.transaction, fmt)))
         value_type = StructType([StructField("payload", StructType(payload))])
+        value = F.from_json("value", value_type)["payload"]
+        if summary.bare:
+            value = F.when(F.col("value").startswith(ENVELOPE_PREFIX), value).otherwise(
+                F.from_json("value", StructType(payload)))
         key_struct = StructType([StructField(f["field"], ct.json_type(f, fmt)) for f in topic.key_fields])
         key_type = StructType([StructField("payload", key_struct)]) if topic.key_wrapped else key_struct
         parsed = events.select(
             "position", "op", "ts_ms",
             (F.from_json("key", key_type).alias("k") if topic.key_fields else F.lit(None).alias("k")),
-            F.from_json("value", value_type)["payload"].alias("v"))
+            value.alias("v"))
         if topic.key_fields and topic.key_wrapped:
             parsed = parsed.withColumn("k", F.col("k")["payload"])
         # keyless topics go to the change log only; a batch of only truncates has no key to see
