@@ -230,9 +230,9 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
             if payloads is not None and record.value_schema is not None and id(record.value_schema) not in sent:
                 sent[id(record.value_schema)] = record.value_schema
                 text = b'{"schema":' + schema_text(record.value_schema) + b',"payload":null}'
-                for column, item in zip(columns, (record.topic, None, text, [], None, positioned.position,
+                for column, cell in zip(columns, (record.topic, None, text, [], None, positioned.position,
                                                   None, None, None, None, None)):
-                    column.append(item)
+                    column.append(cell)
             envelope = record.value if isinstance(record.value, dict) else None
             source = envelope.get("source") if envelope is not None else None
             topic.append(record.topic)

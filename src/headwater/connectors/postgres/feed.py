@@ -70,8 +70,9 @@ PHASE_SNAPSHOT = "snapshot"
 PHASE_STREAM = "stream"
 # change messages the driver reads ahead of Spark (source option readAheadMessages). A streaming
 # micro-batch takes what has been read ahead, so this also sizes the batches of a catch-up: each
-# one costs the Delta sink a MERGE that rewrites the files it touches, and 1M changes in 2 batches
-# took 148 s instead of 184 s in 9 (bench/spark_pipeline.py); ~250 bytes of driver memory a message.
+# one costs the Delta sink a MERGE that rewrites the files it touches (a 1M-row transaction: 3
+# batches in 167 s instead of 9 in 184 s with 131,072, bench/spark_pipeline.py). ~250 bytes of
+# driver memory a message.
 DEFAULT_READ_AHEAD_MESSAGES = 524_288
 _SNAPSHOT_RUN = 1024        # snapshot records handed from the COPY thread to the task at a time
 
