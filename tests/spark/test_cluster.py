@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,25 +19,31 @@ from helpers.capture import base_properties
 HEADWATER = Path(sys.executable).with_name("headwater")
 
 
-@pytest.mark.timeout(1200)
-def test_pipeline_on_a_local_cluster(pg_db, tmp_path):
-    pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL)")
-    pg_db.execute("INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 2500) g")
-    props = base_properties(pg_db, tmp_path, "hw_cluster", **{"table.include.list": "public.items"})
+def _cluster_pipeline(pg_db, tmp_path: Path, slot: str, table: str, sink: dict) -> Callable[[], None]:
+    """A pipeline file for one table on `local-cluster`, and a function running it to the end once."""
+    props = base_properties(pg_db, tmp_path, slot, **{"table.include.list": table})
     for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
         props.pop(key)
-    props["snapshotChunkRows"] = "1000"  # three snapshot chunks, read by the executors
+    props["snapshotChunkRows"] = "1000"  # three snapshot chunks of 2,500 rows, read by the executors
     pipeline = tmp_path / "pipeline.yaml"
     pipeline.write_text(yaml.safe_dump({
-        "source": props, "sinks": [{"type": "jsonl", "path": "topics"}], "checkpoint": "checkpoint",
-        "trigger": {"availableNow": True},
+        "source": props, "sinks": [sink], "checkpoint": "checkpoint", "trigger": {"availableNow": True},
         "spark": {"master": "local-cluster[2,1,1024]", "conf": {"spark.executor.memory": "512m"}},
     }))
 
     def run() -> None:
         done = subprocess.run([str(HEADWATER), "pipeline", str(pipeline)], capture_output=True, text=True,
-                              timeout=600)
+                              timeout=600, cwd=tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
+
+    return run
+
+
+@pytest.mark.timeout(1200)
+def test_pipeline_on_a_local_cluster(pg_db, tmp_path):
+    pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL)")
+    pg_db.execute("INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 2500) g")
+    run = _cluster_pipeline(pg_db, tmp_path, "hw_cluster", "public.items", {"type": "jsonl", "path": "topics"})
 
     run()
     pg_db.execute("UPDATE items SET name = name || ' (updated)' WHERE id <= 10")
@@ -64,21 +71,7 @@ def test_delta_pipeline_with_typed_snapshot_rows_on_a_local_cluster(pg_db, spark
     pg_db.execute("INSERT INTO accounts SELECT g, 'owner ' || g, g * 1.25, "
                   "timestamptz '2024-01-01 00:00:00+00' + g * interval '1 minute', g % 2 = 0 "
                   "FROM generate_series(1, 2500) g")
-    props = base_properties(pg_db, tmp_path, "hw_cluster_delta", **{"table.include.list": "public.accounts"})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
-    props["snapshotChunkRows"] = "1000"
-    pipeline = tmp_path / "pipeline.yaml"
-    pipeline.write_text(yaml.safe_dump({
-        "source": props, "sinks": [{"type": "delta", "path": "lake"}], "checkpoint": "checkpoint",
-        "trigger": {"availableNow": True},
-        "spark": {"master": "local-cluster[2,1,1024]", "conf": {"spark.executor.memory": "512m"}},
-    }))
-
-    def run() -> None:
-        done = subprocess.run([str(HEADWATER), "pipeline", str(pipeline)], capture_output=True, text=True,
-                              timeout=600, cwd=tmp_path)
-        assert done.returncode == 0, done.stderr[-3000:]
+    run = _cluster_pipeline(pg_db, tmp_path, "hw_cluster_delta", "public.accounts", {"type": "delta", "path": "lake"})
 
     run()
     changelog = tmp_path / "lake" / "dbserver1.public.accounts__changelog"
