@@ -1,4 +1,6 @@
 INSERT INTO public.n VALUES (2, 2, 'two', 2, NULL);
+-- the first streamed row: its Relation message is handled (and the catalog read) before the ALTER
+SELECT pg_sleep(1);
 ALTER TABLE public.n ALTER COLUMN a SET NOT NULL;
 INSERT INTO public.n VALUES (3, 3, 'three', 3, NULL);
 SELECT pg_sleep(1);
