@@ -21,6 +21,22 @@ def conformance_line(row: Any) -> dict[str, Any]:
     }
 
 
+def wait_first_batch(query: Any, timeout: float = 180) -> None:
+    """Wait until the streaming query finished its first micro-batch: with a snapshot, that is the
+    snapshot (batch 0 reads it, whatever size). The conformance protocol starts the workload only
+    then, as the Debezium oracle does: the slot is active from its creation, before the executors
+    read the snapshot, and a TRUNCATE is not MVCC-safe (a snapshot read after it commits sees the
+    table empty)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if query.exception() is not None:
+            raise AssertionError(f"the streaming query failed: {query.exception()}")
+        if query.lastProgress is not None:  # reported once a batch has run
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the first batch did not finish within {timeout} s")
+
+
 class SparkCapture:
     """A streaming query from the headwater source into a list (foreachBatch on the driver)."""
 

@@ -54,7 +54,9 @@ def _slot_active(server: Any, dbname: str) -> bool:
     conn = server.connect(dbname)
     try:
         with conn.cursor() as cur:
-            cur.execute("SELECT bool_or(active) FROM pg_replication_slots")
+            # this database's slots only: the server is shared with other tests, whose slots may
+            # be active while this run's is not yet
+            cur.execute("SELECT bool_or(active) FROM pg_replication_slots WHERE database = %s", (dbname,))
             return bool(cur.fetchone()[0])
     except Exception:  # the server may be restarting
         return False

@@ -41,25 +41,22 @@ def _cluster_pipeline(pg_db, tmp_path: Path, slot: str, table: str, sink: dict) 
 
 @pytest.mark.timeout(1200)
 def test_pipeline_on_a_local_cluster(pg_db, tmp_path):
+    """The event path: the executors read the snapshot chunks and build the events, the JSONL sink
+    writes them. (Streamed changes through executor JVMs: the Delta test below.)"""
     pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL)")
     pg_db.execute("INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 2500) g")
     run = _cluster_pipeline(pg_db, tmp_path, "hw_cluster", "public.items", {"type": "jsonl", "path": "topics"})
 
-    run()
-    pg_db.execute("UPDATE items SET name = name || ' (updated)' WHERE id <= 10")
-    pg_db.execute("DELETE FROM items WHERE id > 2490")
     run()
 
     lines = []
     for f in sorted((tmp_path / "topics" / "dbserver1.public.items").glob("*.jsonl")):
         lines += [json.loads(x) for x in f.read_text().splitlines()]
     values = [r["value"]["payload"] for r in lines if r["value"] is not None]
-    ops = [v["op"] for v in values]
-    assert ops.count("r") == 2500 and ops.count("u") == 10 and ops.count("d") == 10
-    snapshot_ids = [v["after"]["id"] for v in values if v["op"] == "r"]
-    assert sorted(snapshot_ids) == list(range(1, 2501))
-    assert [v["source"]["snapshot"] for v in values if v["op"] == "r"][-1] == "last"
-    assert all(v["after"]["name"].endswith("(updated)") for v in values if v["op"] == "u")
+    assert [v["op"] for v in values] == ["r"] * 2500
+    assert sorted(v["after"]["id"] for v in values) == list(range(1, 2501))
+    assert [v["after"]["name"] for v in values[:3]] == [f"item {v['after']['id']}" for v in values[:3]]
+    assert [v["source"]["snapshot"] for v in values][-1] == "last"
 
 
 @pytest.mark.timeout(1200)

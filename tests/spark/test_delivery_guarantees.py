@@ -4,8 +4,8 @@ A random workload (inserts, updates, primary-key changes, deletes, truncates, mu
 rolled-back transactions) runs against four tables (int key, composite key, text key, REPLICA
 IDENTITY FULL) while the driver — the `headwater pipeline` process with its JVM and Python
 workers, one process group — is killed with SIGKILL at random moments (once inside the initial
-snapshot, three times while streaming, at random points of a batch: while the source reads,
-between its Delta commits, and once as soon as the batch's records reach Kafka) and restarted
+snapshot, twice while streaming, at random points of a batch: once while the source reads or
+between its Delta commits, once as soon as the batch's records reach Kafka) and restarted
 from its checkpoint. After the last kill the workload stops, and a last run with `availableNow`
 replays what was cut off and catches up. Then:
 
@@ -50,7 +50,9 @@ if not HEADWATER.exists():  # pragma: no cover - the tests run from the project'
     HEADWATER = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "headwater"
 
 SEED = int(os.environ.get("HEADWATER_DELIVERY_SEED", "0")) or random.randrange(1, 10**6)
-STREAM_KILLS = 3
+# with the kill inside the snapshot, three kills: each restart costs a JVM start and a replayed
+# batch (about a minute on a loaded 2-core machine), the suite's longest stretch
+STREAM_KILLS = 2
 INITIAL_ROWS = {"items": 300, "pairs": 200, "codes": 200, "full_rows": 200}
 # past this many changes the workload only trickles: the backlog the last run catches up on
 # stays small (each batch costs ~20 s of Delta commits on a loaded 2-core machine)
@@ -548,5 +550,5 @@ def test_driver_killed_at_random_loses_nothing(spark, kafka, pg_db, tmp_path: Pa
     shown = "\n".join(failures[:12])
     assert not failures, (f"{len(failures)} problem(s); {summary}\n{context}\n{shown}\n"
                           f"(driver logs in {tmp_path})")
-    assert len(driver.kills) >= 4
+    assert len(driver.kills) >= 3
     assert len(workload.changes) > 300, summary

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from helpers.capture import base_properties, wait_slot_active
-from helpers.spark_capture import SparkCapture
+from helpers.capture import base_properties
+from helpers.spark_capture import SparkCapture, wait_first_batch
 
 GOLDEN = Path(__file__).resolve().parents[1] / "conformance" / "golden"
 PLACEHOLDER = "__debezium_unavailable_value"
@@ -402,7 +402,7 @@ def test_postgres_through_spark_into_delta_equals_the_tables(spark, pg_db, tmp_p
 
     capture = DeltaCapture(spark, props, checkpoint, lake).start()
     try:
-        wait_slot_active(pg_db, slot, timeout=180)
+        wait_first_batch(capture.query)
         pg_db.psql(_workload(rng, ids, 1))
         capture.emit_sentinel_and_wait(pg_db, timeout=300)
     finally:

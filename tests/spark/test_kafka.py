@@ -26,8 +26,9 @@ from headwater.engine.feed import position_key
 from headwater.spark.kafka_topics import debezium_records, kafka_source_options, read_debezium_topics
 from headwater.spark.sinks.kafka import KafkaSink, producer_options
 from headwater.spark.source import SCHEMA
-from helpers.capture import base_properties, wait_slot_active
+from helpers.capture import base_properties
 from helpers.conformance import describe_diff, normalize, read_props
+from helpers.spark_capture import wait_first_batch
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
 SCENARIOS = CONFORMANCE / "scenarios"
@@ -326,7 +327,7 @@ def test_postgres_to_kafka_matches_debezium(name, spark, kafka, pg_db, tmp_path)
         props.pop(key)  # Spark's checkpoint is the offset store
     pipeline = KafkaPipeline(spark, kafka, props, tmp_path / "checkpoint")
     try:
-        wait_slot_active(pg_db, slot, timeout=120)
+        wait_first_batch(pipeline.query)
         pg_db.psql(scenario / "workload.sql")
         pipeline.wait_for_sentinel(pg_db)
     finally:
@@ -370,7 +371,7 @@ def test_replayed_batch_keeps_every_change_in_order_per_key(spark, kafka, pg_db,
 
     first = KafkaPipeline(spark, kafka, props, checkpoint, crash_after=crash_once)
     try:
-        wait_slot_active(pg_db, slot, timeout=120)
+        wait_first_batch(first.query)
         pg_db.psql(scenario / "workload.sql")
         first.query.awaitTermination(180)
     except Exception as exc:  # the simulated crash ends the query

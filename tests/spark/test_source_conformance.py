@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.capture import base_properties, drop_sentinels, wait_slot_active
+from helpers.capture import base_properties, drop_sentinels
 from helpers.conformance import describe_diff, normalize, read_props
-from helpers.spark_capture import SparkCapture
+from helpers.spark_capture import SparkCapture, wait_first_batch
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
 SCENARIOS = CONFORMANCE / "scenarios"
@@ -29,7 +29,7 @@ def test_scenario_through_spark_matches_debezium(name, spark, pg_db, tmp_path):
         props.pop(key)  # Spark's checkpoint is the offset store
     capture = SparkCapture(spark, props, tmp_path / "checkpoint").start()
     try:
-        wait_slot_active(pg_db, slot, timeout=120)
+        wait_first_batch(capture.query)
         pg_db.psql(scenario / "workload.sql")
         capture.emit_sentinel_and_wait(pg_db)
     finally:
