@@ -79,3 +79,40 @@ def test_column_of_a_type_dropped_since_is_left_out(pg_db, tmp_path, caplog):
     rows = [r for r in drop_sentinels(capture.records()) if r["value"] is not None]
     assert [r["value"]["payload"]["after"] for r in rows] == [{"id": 1, "v": "one"}, {"id": 2, "v": "two"}]
     assert any("no longer exist" in r.getMessage() and "feeling" in r.getMessage() for r in caplog.records)
+
+
+def test_a_relation_is_described_once_its_transaction_is_visible(pg_db):
+    """The server may send a transaction as soon as its commit record is written, a moment before
+    other sessions see it committed. A Relation message of that transaction is described with the
+    catalog after the commit is visible, in one snapshot: here the transaction that re-creates the
+    table is held open (its commit "received" early), and the description waits for it."""
+    import threading
+    import time
+
+    from headwater.connectors.postgres.metadata import CatalogReader
+    from headwater.connectors.postgres.pgoutput import RelationColumn
+    from headwater.relational.table import TableId
+
+    pg_db.execute("CREATE TABLE public.d4 (id integer PRIMARY KEY, v text NOT NULL DEFAULT 'x')")
+    columns = [RelationColumn(1, "id", 23, -1), RelationColumn(0, "v", 25, -1)]  # int4, text
+    writer = pg_db.connect(autocommit=False)
+    reader = pg_db.connect()
+    try:
+        with writer.cursor() as cur:
+            cur.execute("DROP TABLE public.d4")
+            cur.execute("CREATE TABLE public.d4 (v text PRIMARY KEY, id bigint)")
+            cur.execute("SELECT txid_current() % 4294967296")
+            xid = cur.fetchone()[0]
+        timer = threading.Timer(0.5, writer.commit)
+        started = time.monotonic()
+        timer.start()
+        table = CatalogReader(reader).read_relation(TableId(None, "public", "d4"), columns, committed_xid=xid)
+        waited = time.monotonic() - started
+        timer.join()
+    finally:
+        writer.close()
+        reader.close()
+    assert waited >= 0.4
+    assert table.primary_key == ("v",)  # the re-created table's key, looked up by name
+    assert {c.name: c.optional for c in table.columns} == {"id": True, "v": False}
+    assert reader.autocommit  # left as it was, outside any transaction

@@ -3,6 +3,7 @@ one exported snapshot that a holder process keeps open until every chunk is read
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -159,3 +160,25 @@ def test_batch_read_errors_say_what_is_wrong(spark, pg_db, tmp_path):
                                         rf"database '{pg_db.name}'"):
         spark.read.format("headwater").options(**bad).load().collect()
     _wait_released(pg_db)  # no holder was left behind by the failed plans
+
+
+def test_shared_locking_holds_off_exclusive_locks_while_planning(spark, pg_db, tmp_path):
+    """snapshot.locking.mode=shared in Spark: the planning transaction takes ACCESS SHARE locks (as
+    Debezium's snapshot does while it reads the schemas) and waits at most snapshot.lock.timeout.ms."""
+    pg_db.execute("CREATE TABLE public.locked (id int PRIMARY KEY)")
+    pg_db.execute("INSERT INTO public.locked SELECT generate_series(1, 3)")
+    props = _props(pg_db, tmp_path, **{"snapshot.locking.mode": "shared", "snapshot.lock.timeout.ms": "300"})
+    blocker = pg_db.connect(autocommit=False)
+    try:
+        with blocker.cursor() as cur:
+            cur.execute("LOCK TABLE public.locked IN ACCESS EXCLUSIVE MODE")
+        with pytest.raises(Exception, match=r"snapshot: could not lock table public\.locked within "
+                                            r"snapshot\.lock\.timeout\.ms=300 \(snapshot\.locking\.mode=shared\)"):
+            spark.read.format("headwater").options(**props).load().collect()
+    finally:
+        blocker.rollback()
+        blocker.close()
+    _wait_released(pg_db)
+    rows = spark.read.format("headwater").options(**props).load().collect()
+    assert sorted(json.loads(r.key)["payload"]["id"] for r in rows) == [1, 2, 3]
+    _wait_released(pg_db)

@@ -78,3 +78,16 @@ def test_truncated_tuple_is_a_protocol_error():
     full = b"I" + struct.pack("!I", 7) + b"N" + tuple_data("12345")
     with pytest.raises(pg.ProtocolError, match="past the end"):
         pg.decode(full[:-2])
+
+
+def test_running_transaction_in_a_snapshot():
+    from headwater.connectors.postgres.metadata import _running_in
+
+    assert _running_in("724:724:", 724)            # above the latest completed one (PostgreSQL 14+)
+    assert _running_in("720:730:722,725", 725)     # listed as running
+    assert not _running_in("720:730:722,725", 723)  # completed before the snapshot
+    assert not _running_in("724:724:", 723)
+    epoch = 2**32
+    assert _running_in(f"{epoch + 5}:{epoch + 10}:{epoch + 7}", 7)       # ids carry their epoch
+    assert not _running_in(f"{epoch + 5}:{epoch + 10}:", 2**32 - 3)      # the previous epoch's last ids
+    assert _running_in(f"{epoch - 5}:{epoch - 2}:", 1)                   # just assigned, in the next epoch

@@ -500,7 +500,8 @@ _PG_ONLY = FieldSet(
         allowed=("shared", "none", "custom"),
         group="snapshot",
         doc="Table locks during the snapshot: shared (LOCK TABLE ... IN ACCESS SHARE MODE on the "
-        "snapshotted tables, waiting at most snapshot.lock.timeout.ms, held until the snapshot ends) or "
+        "snapshotted tables, waiting at most snapshot.lock.timeout.ms, held until the snapshot ends; in "
+        "Spark, while the snapshot is planned on the driver) or "
         "none (no locks; do not change schemas during the snapshot). custom (a Java SnapshotLock) is refused.",
     ),
     Field(

@@ -225,7 +225,9 @@ class ChangeEventBuilder:
             self.dispatcher.dispatch_offset(self._next_offset())
         elif kind == RELATION:
             msg = pg.decode(payload)
-            self.registry.for_relation(msg.oid, msg.namespace, msg.name, msg.columns)
+            # inside BEGIN…COMMIT (protocol 1, or a replayed streamed transaction): the server
+            # sends a transaction once it has committed, so the catalog is read after that commit
+            self.registry.for_relation(msg.oid, msg.namespace, msg.name, msg.columns, committed_xid=pos.xid)
         elif kind == TRUNCATE:
             if pos.data():
                 self._data_message(lambda: self._truncate(pg.decode(payload), lsn))

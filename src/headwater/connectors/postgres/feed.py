@@ -718,8 +718,15 @@ class PgChangeFeed(ChangeFeed):
             with conn.cursor() as cur:
                 cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot_name,))
+            if self.config.get("snapshot.locking.mode") == "shared":
+                # as Debezium: no exclusive access (ALTER, TRUNCATE, DROP) to the tables while the
+                # snapshot is planned; the executors' reads take no table locks
+                snap.lock_tables(conn, [t.table.id for t in ordered], self.config.get("snapshot.lock.timeout.ms"))
             plans = [(t, self._chunk_bounds(conn, t, overrides.get(t.collection))) for t in ordered]
             conn.rollback()
+        except ConnectorError:
+            conn.rollback()
+            raise
         except psycopg2.Error as exc:
             conn.rollback()
             raise connection_error("planning the snapshot failed", exc) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -75,6 +76,20 @@ _TYPE_SQL = ("SELECT oid, typname, typtype, typcategory, typelem, typbasetype, t
 _ENUM_SQL = "SELECT enumtypid, enumlabel FROM pg_enum WHERE enumtypid = ANY(%s) ORDER BY enumtypid, enumsortorder"
 
 
+def _running_in(snapshot: str, xid: int) -> bool:
+    """Whether the 32-bit transaction id `xid` is in progress in a `txid_current_snapshot()` text
+    ("xmin:xmax:xip,…", 64-bit ids with their epoch): listed in xip, or not below xmax (since
+    PostgreSQL 14 xmax is the latest completed id + 1, so a running transaction can be above it)."""
+    _, xmax_text, xip_text = snapshot.split(":")
+    xmax = int(xmax_text)
+    full = (xmax & ~0xFFFFFFFF) | xid  # the epoch nearest to xmax
+    if full > xmax + 2**31:
+        full -= 2**32
+    elif full < xmax - 2**31:
+        full += 2**32
+    return full >= xmax or str(full) in xip_text.split(",")
+
+
 class CatalogReader:
     """Reads table metadata through an ordinary (non-replication) connection."""
 
@@ -131,14 +146,53 @@ class CatalogReader:
                                 {"oid": oid, "relkind": kind, "replica_identity": identity})
         return tables
 
-    def read_relation(self, table_id: TableId, columns: Sequence[Any], replica_identity: str | None = None) -> Table:
+    def read_relation(self, table_id: TableId, columns: Sequence[Any], replica_identity: str | None = None,
+                      committed_xid: int | None = None) -> Table:
         """The table a pgoutput Relation message describes, as Debezium builds it: the columns,
         their order and types from the message (the table at WAL time); optionality, defaults and
         the key from the catalog *now*, looked up by name (so a table dropped meanwhile gives
         optional columns and no key, and one re-created under the same name lends its own);
         key columns the message does not have are left out.
 
-        `columns` have `name`, `type_oid` and `type_modifier` (pgoutput.RelationColumn)."""
+        `columns` have `name`, `type_oid` and `type_modifier` (pgoutput.RelationColumn).
+        `committed_xid`: the transaction the message came in, whose commit the server has already
+        sent. "Now" is after that commit is visible, and one snapshot for every query."""
+        if not self.conn.autocommit:  # inside the caller's transaction: its snapshot
+            return self._read_relation(table_id, columns, replica_identity)
+        if committed_xid is not None:
+            self._wait_until_visible(committed_xid)
+        self._query_none("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            table = self._read_relation(table_id, columns, replica_identity)
+        except BaseException:
+            try:
+                self._query_none("ROLLBACK")
+            except Exception:  # the connection is gone: the first error is the one to report
+                pass
+            raise
+        self._query_none("ROLLBACK")
+        return table
+
+    def _query_none(self, statement: str) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute(statement)
+
+    def _wait_until_visible(self, xid: int, timeout_s: float = 2.0) -> None:
+        """Wait until transaction `xid` (32 bits, as pgoutput sends it) no longer runs for new
+        snapshots. The walsender may send a commit as soon as its WAL record is written, a moment
+        before the transaction becomes visible: a catalog read in that moment (or two reads
+        straddling it) would describe a table the transaction dropped or re-created wrongly."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if not _running_in(self._query("SELECT txid_current_snapshot()::text")[0][0], xid):
+                return
+            if time.monotonic() >= deadline:
+                log.warning("transaction %s still runs %.0f s after its commit was received; reading the "
+                            "catalog without waiting longer", xid, timeout_s)
+                return
+            time.sleep(0.005)
+
+    def _read_relation(self, table_id: TableId, columns: Sequence[Any], replica_identity: str | None) -> Table:
         oid = self.oid_of(table_id)
         current = self.read_tables([oid]).get(oid) if oid is not None else None
         described = [c for _, c in self._columns(self._query(_RELATION_COLUMNS_SQL, (

@@ -92,7 +92,7 @@ class SchemaRegistry:
         return out
 
     def for_relation(self, oid: int, namespace: str, name: str, columns: list[Any],
-                     replica_identity: str | None = None) -> CapturedTable | None:
+                     replica_identity: str | None = None, committed_xid: int | None = None) -> CapturedTable | None:
         """The captured table for a pgoutput Relation message (None when it is not captured).
 
         Like Debezium, every Relation message rebuilds the table's schemas: PostgreSQL sends one
@@ -103,7 +103,7 @@ class SchemaRegistry:
         if not self.table_filter(table_id):
             self.define(oid, None)
             return None
-        table = self.catalog.read_relation(table_id, columns, replica_identity)
+        table = self.catalog.read_relation(table_id, columns, replica_identity, committed_xid)
         captured = self.build(table, tuple(c.name for c in columns))
         self.define(oid, captured)
         return captured
