@@ -225,8 +225,8 @@ class ChangeEventBuilder:
             self.dispatcher.dispatch_offset(self._next_offset())
         elif kind == RELATION:
             msg = pg.decode(payload)
-            # inside BEGIN…COMMIT (protocol 1, or a replayed streamed transaction): the server
-            # sends a transaction once it has committed, so the catalog is read after that commit
+            # protocol 1 sends a transaction once it has committed: the catalog is read once that
+            # commit is visible (pos.xid; None before a replayed streamed transaction's BEGIN)
             self.registry.for_relation(msg.oid, msg.namespace, msg.name, msg.columns, committed_xid=pos.xid)
         elif kind == TRUNCATE:
             if pos.data():
