@@ -20,21 +20,13 @@ from headwater.embedded.postgres import (
     wait_for_slot_active,
     wal_lsn_after,
 )
+from helpers.processes import running
 
 
 def _show(conn, name: str) -> str:
     with conn.cursor() as cur:
         cur.execute(f"SHOW {name}")
         return cur.fetchone()[0]
-
-
-def _pid_running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_start_query_stop_removes_everything():
@@ -51,7 +43,7 @@ def test_start_query_stop_removes_everything():
 
     server.stop()
     assert not root.exists()
-    assert not _pid_running(pid)
+    assert not running(pid)
     server.stop()  # a second stop is harmless
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import psycopg2
 
+from helpers.processes import descendants, running
+
 HEADWATER = Path(sys.prefix) / "bin" / "headwater"
 if not HEADWATER.exists():  # pragma: no cover - the tests are run from the project's virtualenv
     HEADWATER = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "headwater"
@@ -27,27 +29,6 @@ TOPIC = "dbserver1.public.items"
 
 
 # -- running the console script ------------------------------------------------------------------
-
-
-def _descendants(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            children = [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            continue
-        for child in children:
-            found += [child, *_descendants(child)]
-    return found
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (a killed worker may wait unreaped under a PID 1 that never reaps)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 class Runner:
@@ -126,13 +107,13 @@ class Runner:
     def kill(self) -> None:
         assert self.proc is not None
         self.assert_alive()
-        workers = _descendants(self.proc.pid)
+        workers = descendants(self.proc.pid)
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(30)
         # the encoding workers append to the sink file themselves and die by PDEATHSIG only after
         # the parent: the run's output is complete once they are gone too
         deadline = time.monotonic() + 30
-        while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
+        while any(running(pid) for pid in workers) and time.monotonic() < deadline:
             time.sleep(0.02)
         # A kill can land in the middle of a write and leave half a line; the sink cuts it when it
         # starts again, so the next run's output begins after the last complete line. (If it did

@@ -43,6 +43,7 @@ from typing import Any
 import pytest
 import yaml
 
+from helpers.processes import descendants, running
 from helpers.workload import SPECS, TABLES, Change, Key, Workload
 
 HEADWATER = Path(sys.prefix) / "bin" / "headwater"
@@ -122,16 +123,16 @@ class Driver:
         self.assert_alive()
         planned, committed = self.last("offsets"), self.last("commits")
         # PySpark's worker daemons put themselves in process groups of their own: kill them too
-        victims = _descendants(self.proc.pid)
+        victims = [self.proc.pid, *descendants(self.proc.pid)]
         os.killpg(self.proc.pid, signal.SIGKILL)
         for pid in victims:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.proc.wait(30)
         deadline = time.monotonic() + 30
-        while any(_alive(pid) for pid in victims):
+        while any(running(pid) for pid in victims):
             if time.monotonic() > deadline:
-                raise AssertionError(f"processes {[p for p in victims if _alive(p)]} survived SIGKILL")
+                raise AssertionError(f"processes {[p for p in victims if running(p)]} survived SIGKILL")
             time.sleep(0.05)
         state = (f"run {self.runs}: batch {planned} running" if planned > committed
                  else f"run {self.runs}: between batches (last committed {committed})")
@@ -166,28 +167,6 @@ def last_offset_lsn(driver: Driver) -> int:
     last = driver.last("commits")
     offset = json.loads((driver.checkpoint / "offsets" / str(last)).read_text().splitlines()[-1])
     return int(max(offset.get("lsn_commit") or 0, offset.get("tx_final_lsn") or 0))
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = defaultdict(list)
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            children[int(fields[1])].append(int(stat.parent.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def pipeline_file(workdir: Path, name: str, pg_db: Any, kafka: Any, prefix: str, slot: str,

@@ -40,6 +40,10 @@ def _float(value: float) -> Any:
     return "Infinity" if value > 0 else "-Infinity"
 
 
+# how every value (or key) written with its schema starts: {"schema": …, "payload": …}
+ENVELOPE_START = b'{"schema":'
+
+
 class JsonConverter:
     def __init__(self, schemas_enable: bool = True, replace_null_with_default: bool = True, *,
                  in_place: bool = False, decimal_format: str = "base64") -> None:
@@ -77,7 +81,7 @@ class JsonConverter:
         if not self.schemas_enable:
             parts.append(payload)
             return
-        parts += (b'{"schema":', self.schema_text(schema) if schema is not None else b"null", b',"payload":',
+        parts += (ENVELOPE_START, self.schema_text(schema) if schema is not None else b"null", b',"payload":',
                   payload, b"}")
 
     def schema_text(self, schema: Schema) -> bytes:

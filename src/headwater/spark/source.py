@@ -42,6 +42,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from headwater.config import ConfigError, from_properties
 from headwater.engine.feed import ChangeFeed, PositionedRecord, WorkDecoder
+from headwater.serialization.json import ENVELOPE_START
 from headwater.serialization.parallel import SerializerSettings
 
 if TYPE_CHECKING:
@@ -229,7 +230,8 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
             record = positioned.record
             if payloads is not None and record.value_schema is not None and id(record.value_schema) not in sent:
                 sent[id(record.value_schema)] = record.value_schema
-                text = b'{"schema":' + schema_text(record.value_schema) + b',"payload":null}'
+                # the envelope with its schema whatever value.converter.schemas.enable says
+                text = ENVELOPE_START + schema_text(record.value_schema) + b',"payload":null}'
                 for column, cell in zip(columns, (record.topic, None, text, [], None, positioned.position,
                                                   None, None, None, None, None)):
                     column.append(cell)

@@ -723,14 +723,10 @@ class PgChangeFeed(ChangeFeed):
                 # snapshot is planned; the executors' reads take no table locks
                 snap.lock_tables(conn, [t.table.id for t in ordered], self.config.get("snapshot.lock.timeout.ms"))
             plans = [(t, self._chunk_bounds(conn, t, overrides.get(t.collection))) for t in ordered]
-            conn.rollback()
-        except ConnectorError:
-            conn.rollback()
-            raise
         except psycopg2.Error as exc:
-            conn.rollback()
             raise connection_error("planning the snapshot failed", exc) from None
         finally:
+            conn.rollback()
             conn.autocommit = True
         non_empty = [i for i, (_, (rows, _)) in enumerate(plans) if rows != 0]
         last_index = len(plans) - 1

@@ -99,7 +99,7 @@ class CatalogReader:
     def _query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         with self.conn.cursor() as cur:
             cur.execute(sql, params)
-            return cur.fetchall()
+            return cur.fetchall() if cur.description is not None else []
 
     def list_tables(self) -> list[tuple[int, TableId, str]]:
         """(oid, table id, relkind) of every user table, ordered by schema and name."""
@@ -161,21 +161,17 @@ class CatalogReader:
             return self._read_relation(table_id, columns, replica_identity)
         if committed_xid is not None:
             self._wait_until_visible(committed_xid)
-        self._query_none("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        self._query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         try:
             table = self._read_relation(table_id, columns, replica_identity)
         except BaseException:
             try:
-                self._query_none("ROLLBACK")
+                self._query("ROLLBACK")
             except Exception:  # the connection is gone: the first error is the one to report
                 pass
             raise
-        self._query_none("ROLLBACK")
+        self._query("ROLLBACK")
         return table
-
-    def _query_none(self, statement: str) -> None:
-        with self.conn.cursor() as cur:
-            cur.execute(statement)
 
     def _wait_until_visible(self, xid: int, timeout_s: float = 2.0) -> None:
         """Wait until transaction `xid` (32 bits, as pgoutput sends it) no longer runs for new

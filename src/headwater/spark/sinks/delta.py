@@ -77,6 +77,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from headwater.config import ConfigError
+from headwater.serialization.json import ENVELOPE_START
 from headwater.spark.sinks import connect_types as ct
 from headwater.spark.sinks.connect_types import quote, sql_string
 from headwater.spark.sinks.jsonl import topic_directory
@@ -86,7 +87,7 @@ log = logging.getLogger(__name__)
 DATA_OPS = ("c", "u", "d", "r", "t")
 # what a value with its Connect schema starts with; values of the source's valueFormat=payload do
 # not, and their schemas come in schema records (no op, no key, value {"schema": …, "payload": null})
-ENVELOPE_PREFIX = '{"schema":'
+ENVELOPE_PREFIX = ENVELOPE_START.decode()
 TYPED_ROWS = "snapshot_rows"  # the source column of typed snapshot rows (Arrow IPC)
 POSITION = "__headwater_position"
 OP = "__headwater_op"
@@ -724,11 +725,10 @@ def _clear_uncommitted_log(session: Any, path: str) -> None:
 def _schema_prefix(text: str) -> tuple[Any, str]:
     """(schema, text up to and including ',"payload":') of a converter value with schemas, or
     (None, "") when the text does not start with a schema."""
-    head = '{"schema":'
-    if not text.startswith(head):
+    if not text.startswith(ENVELOPE_PREFIX):
         return None, ""
     try:
-        schema, end = json.JSONDecoder().raw_decode(text, len(head))
+        schema, end = json.JSONDecoder().raw_decode(text, len(ENVELOPE_PREFIX))
     except ValueError:
         return None, ""
     tail = ',"payload":'

@@ -1,0 +1,32 @@
+"""Processes the crash tests kill: a process's descendants, and whether a process still runs."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import defaultdict
+from pathlib import Path
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root` (by parent pid, whatever session or process group it moved to:
+    PySpark's worker daemons and Headwater's encoding workers make their own)."""
+    children: dict[int, list[int]] = defaultdict(list)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children[int(fields[1])].append(int(stat.parent.name))
+    out, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (a killed process may wait unreaped under a PID 1 that never reaps)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
