@@ -117,6 +117,15 @@ def as_stored(row: dict[str, Any], bytes_columns: tuple[str, ...] = ()) -> dict[
     return {k: (base64.b64decode(v) if k in bytes_columns and v is not None else v) for k, v in row.items()}
 
 
+def operations(spark: Any, path: str) -> list[str]:
+    """The table's commits, oldest first: their operation, with the mode of WRITEs."""
+    from delta.tables import DeltaTable
+
+    rows = DeltaTable.forPath(spark, path).history().orderBy("version").collect()
+    return [r["operation"] + (f" {r['operationParameters'].get('mode')}" if r["operation"] == "WRITE" else "")
+            for r in rows]
+
+
 def history_version(spark: Any, path: str) -> int:
     from delta.tables import DeltaTable
 
@@ -149,7 +158,9 @@ def test_golden_events_current_state_change_log_and_replays(spark, tmp_path):
     first = crud[:6] + pk[:8] + trunc[:5] + nopk[:8] + _noise()
     rest = crud[6:] + pk[8:] + trunc[5:] + nopk[8:]
     batch0, batch1 = feed.frame(spark, first), feed.frame(spark, rest)
-    sink = DeltaSink(spark, str(tmp_path / "lake"))
+    # the batches rewrite the current-state tables (rewrite.fraction 0: any batch with updates or
+    # deletes); the replays below MERGE (inf), so both ways of applying a batch see the replays
+    sink = DeltaSink(spark, str(tmp_path / "lake"), options={"rewrite.fraction": "0"})
     sink.write(batch0, 0)
     sink.write(batch1, 1)
 
@@ -168,6 +179,8 @@ def test_golden_events_current_state_change_log_and_replays(spark, tmp_path):
     assert set(before_replay["dbserver1.public.tr_b"]) == {(4,)}
     assert before_replay["dbserver1.public.tr_a"] == {}
     assert before_replay["dbserver1.public.customers"][(6,)]["__headwater_op"] == "c"
+    assert "WRITE Overwrite" in operations(spark, sink.table_path("dbserver1.public.customers"))
+    merging = {"rewrite.fraction": "inf"}
 
     # keyless tables: change log only; every data event in the change logs, nothing else
     root = tmp_path / "lake"
@@ -194,13 +207,13 @@ def test_golden_events_current_state_change_log_and_replays(spark, tmp_path):
     # a batch Spark replays after a crash (same batch id): the change logs skip it (idempotent
     # writes), the current-state tables apply it as a no-op (every event's position is stored)
     log_versions = {t: history_version(spark, sink.changelog_path(t)) for t in events}
-    DeltaSink(spark, str(root)).write(batch1, 1)
+    DeltaSink(spark, str(root), options=merging).write(batch1, 1)
     assert {t: history_version(spark, sink.changelog_path(t)) for t in events} == log_versions
     for topic, keys in keyed.items():
         assert delta_rows(spark, sink.table_path(topic), keys, with_meta=True) == before_replay[topic], topic
     # the last batch applied again under a new id (a checkpoint reset): positions keep every table
     # as it is; the change log then holds those events twice (at least once)
-    DeltaSink(spark, str(root)).write(batch1, 2)
+    DeltaSink(spark, str(root), options=merging).write(batch1, 2)
     for topic, keys in keyed.items():
         assert delta_rows(spark, sink.table_path(topic), keys, with_meta=True) == before_replay[topic], topic
     count = spark.read.format("delta").load(sink.changelog_path("dbserver1.public.customers")).count()
@@ -209,7 +222,8 @@ def test_golden_events_current_state_change_log_and_replays(spark, tmp_path):
     # an older batch again: no stored row goes back to an older version; the one known limit is
     # that rows deleted (or truncated) by a later batch come back as they were (deletes are
     # physical, see the sink's docs)
-    DeltaSink(spark, str(root)).write(batch0, 3)
+    DeltaSink(spark, str(root), options=merging).write(batch0, 3)
+    assert operations(spark, sink.table_path("dbserver1.public.customers"))[-1] == "MERGE"
     after_batch0 = model(feed.fed[:len(first)])
     for topic, keys in keyed.items():
         after = delta_rows(spark, sink.table_path(topic), keys, with_meta=True)
@@ -230,13 +244,14 @@ def _with_column(line: dict[str, Any], name: str, value: Any) -> dict[str, Any]:
 
 
 @pytest.mark.timeout(900)
-def test_types_toast_placeholders_and_new_columns(spark, tmp_path):
+@pytest.mark.parametrize("rewrite_fraction", ["0", "inf"])  # every batch rewrites / every batch MERGEs
+def test_types_toast_placeholders_and_new_columns(spark, tmp_path, rewrite_fraction):
     from headwater.spark.sinks.delta import DeltaSink
 
     toast = [line for line in golden("toast") if line["topic"].endswith("toast_default")]
     types, crud = golden("types"), golden("basic_crud")
     feed = Feed()
-    sink = DeltaSink(spark, str(tmp_path / "lake"))
+    sink = DeltaSink(spark, str(tmp_path / "lake"), options={"rewrite.fraction": rewrite_fraction})
     table = sink.table_path("dbserver1.public.toast_default")
     bytes_columns = ("big_bytea",)
 
@@ -255,6 +270,8 @@ def test_types_toast_placeholders_and_new_columns(spark, tmp_path):
     got = delta_rows(spark, table, ["id"])
     assert got == {k: as_stored(v, bytes_columns) for k, v in expected["dbserver1.public.toast_default"].items()}
     assert set(got) == {(2,)} and got[(2,)]["big_text"] != PLACEHOLDER and got[(2,)]["small"] == 2
+    applied = operations(spark, table)[2:]  # after the creation and the first append
+    assert applied and set(applied) == ({"WRITE Overwrite"} if rewrite_fraction == "0" else {"MERGE"}), applied
 
     customers = delta_rows(spark, sink.table_path("dbserver1.public.customers"), ["id"])
     assert customers[(2,)]["nickname"] == "Bob" and customers[(2,)]["last_name"] == "Bailey"
@@ -303,6 +320,8 @@ def test_delta_sink_rejects_values_without_schemas_and_bad_options(spark, tmp_pa
         DeltaSink(spark, str(tmp_path / "lake"), options={"bogus": "1"})
     with pytest.raises(ConfigError, match=r"decimal\.format"):
         DeltaSink(spark, str(tmp_path / "lake"), options={"decimal.format": "float"})
+    with pytest.raises(ConfigError, match=r"rewrite\.fraction='half'"):
+        DeltaSink(spark, str(tmp_path / "lake"), options={"rewrite.fraction": "half"})
 
 
 def test_a_creation_killed_before_its_first_commit_is_redone(spark, tmp_path):
@@ -325,6 +344,33 @@ def test_a_creation_killed_before_its_first_commit_is_redone(spark, tmp_path):
     more = [line for line in golden("basic_crud")[6:] if line["topic"].endswith("customers")]
     DeltaSink(spark, str(tmp_path / "lake")).write(feed.frame(spark, more), 1)
     assert delta_rows(spark, sink.table_path(lines[0]["topic"]), ["id"]) == model(feed.fed)[lines[0]["topic"]]
+
+
+def test_tables_with_a_change_data_feed_always_merge(spark, tmp_path):
+    """A rewrite would show every row as changed to the change data feed's readers."""
+    from headwater.spark.sinks.delta import DeltaSink
+
+    crud = [line for line in golden("basic_crud") if line["topic"].endswith("customers")]
+    feed = Feed()
+    key = "spark.databricks.delta.properties.defaults.enableChangeDataFeed"
+    spark.conf.set(key, "true")
+    try:
+        sink = DeltaSink(spark, str(tmp_path / "lake"), options={"rewrite.fraction": "0"})
+        sink.write(feed.frame(spark, crud[:4]), 0)
+        sink.write(feed.frame(spark, crud[4:]), 1)
+    finally:
+        spark.conf.unset(key)
+    table = sink.table_path(crud[0]["topic"])
+    assert delta_rows(spark, table, ["id"]) == model(feed.fed)[crud[0]["topic"]]
+    assert operations(spark, table)[-1] == "MERGE" and "WRITE Overwrite" not in operations(spark, table)
+    changes = spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 2).load(table)
+    assert {r["_change_type"] for r in changes.collect()} <= {"update_preimage", "update_postimage", "insert",
+                                                               "delete"}
+    # the same batches into a table without it rewrite (the check above can fail)
+    other = DeltaSink(spark, str(tmp_path / "plain"), options={"rewrite.fraction": "0"})
+    other.write(feed.frame(spark, crud[:4]), 0)
+    other.write(feed.frame(spark, crud[4:]), 1)
+    assert "WRITE Overwrite" in operations(spark, other.table_path(crud[0]["topic"]))
 
 
 SETUP = """

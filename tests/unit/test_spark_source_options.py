@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from headwater.config import ConfigError
-from headwater.connectors.postgres.feed import DEFAULT_READ_AHEAD_MESSAGES, _ChunkCollector
-from headwater.spark.source import SourceSettings
+from headwater.connectors.postgres.events import Chunk, StreamPosition
+from headwater.connectors.postgres.feed import DEFAULT_READ_AHEAD_MESSAGES, StreamWork, _ChunkCollector
+from headwater.spark.source import DEFAULT_STREAM_TASK_MESSAGES, SourceSettings, _runs
 
 BASE = {"database.hostname": "localhost", "topic.prefix": "p"}
 
@@ -30,3 +31,25 @@ def test_the_read_ahead_queue_holds_whole_chunks_of_messages():
     assert _ChunkCollector(2048).chunks.maxsize == 1
     assert _ChunkCollector(2049).chunks.maxsize == 2
     assert _ChunkCollector(DEFAULT_READ_AHEAD_MESSAGES).chunks.maxsize == DEFAULT_READ_AHEAD_MESSAGES // 2048
+
+
+def _stream_work(messages: int) -> StreamWork:
+    return StreamWork(Chunk(StreamPosition(), [(b"I", n) for n in range(messages)]))
+
+
+def test_streamed_runs_are_grouped_into_tasks_in_order_and_snapshot_chunks_stay_alone():
+    """The reader hands over runs of a few dozen messages; a task each cost more than decoding."""
+    runs = [_stream_work(40) for _ in range(100)]
+    groups = _runs(runs, 1000)
+    assert [len(g) for g in groups] == [25, 25, 25, 25]
+    assert [item for group in groups for item in group] == runs  # the order holds
+    big = _stream_work(5000)  # larger than a task: alone, never split
+    assert _runs([runs[0], big, runs[1]], 1000) == [[runs[0]], [big], [runs[1]]]
+    wide = [StreamWork(Chunk(StreamPosition(), [(b"I" * 1000, n) for n in range(10)])) for _ in range(6)]
+    assert [len(g) for g in _runs(wide, 1000, task_bytes=25_000)] == [2, 2, 2]  # 10 kB each, 25 kB a task
+    snapshot = object()  # a work item without a size (a snapshot chunk)
+    assert _runs([runs[0], runs[1], snapshot, runs[2]], 1000) == [[runs[0], runs[1]], [snapshot], [runs[2]]]
+    assert SourceSettings.from_options({**BASE, "streamtaskmessages": "500"}).stream_task_messages == 500
+    assert SourceSettings.from_options(BASE).stream_task_messages == DEFAULT_STREAM_TASK_MESSAGES
+    with pytest.raises(ConfigError, match=r"streamTaskMessages='none': expected a positive integer"):
+        SourceSettings.from_options({**BASE, "streamTaskMessages": "none"})

@@ -7,6 +7,9 @@ Options are the connector properties of the standalone runner (``database.hostna
 - ``snapshotChunkRows`` — rows per snapshot chunk (default 100,000): each chunk is one task;
 - ``snapshotParallelism`` — at most this many snapshot tasks (chunks are spread over them);
   default: one task per chunk, Spark runs as many at once as it has task slots;
+- ``streamTaskMessages`` — replication messages per streaming task (default 16,384): the reader
+  hands over runs of messages as they arrive (often a few dozen at a time), and a task per run
+  would cost more in scheduling than in decoding; a task also stops at ~64 MiB of messages;
 - ``snapshotIdleSeconds`` — batch reads only: how long the exported snapshot waits for a task
   to start reading before it is released (default 300);
 - ``snapshotDelivery`` — ``events`` (default): every snapshot row is one record; ``rows``: a
@@ -57,13 +60,18 @@ SCHEMA = ("topic string, key string, value string, headers array<struct<key:stri
           "op string, position string, ts_ms long, source_db string, source_schema string, source_table string, "
           "snapshot_rows binary")
 SOURCE_OPTIONS = ("maxRowsPerBatch", "snapshotChunkRows", "snapshotParallelism", "snapshotIdleSeconds",
-                  "snapshotDelivery", "readAheadMessages", "valueFormat")
+                  "snapshotDelivery", "readAheadMessages", "valueFormat", "streamTaskMessages")
 SNAPSHOT_DELIVERIES = ("events", "rows")
 VALUE_FORMATS = ("json", "payload")
 # rows per typed snapshot record (one Arrow IPC stream each)
 _TYPED_ROWS = 65_536
 _ARROW_ROWS = 4096
 DEFAULT_SNAPSHOT_IDLE_S = 300  # batch reads: the exported snapshot waits this long for a task
+# streaming work per task: a 1M-row transaction arrived in ~24,000 runs of ~40 messages, and one
+# task per run spent more time being scheduled and set up than decoding (bench/spark_pipeline.py)
+DEFAULT_STREAM_TASK_MESSAGES = 16_384
+# and at most about this many message bytes per task (wide rows: each partition is pickled whole)
+STREAM_TASK_BYTES = 64 << 20
 
 
 def _arrow_schema() -> pa.Schema:
@@ -86,6 +94,7 @@ class SourceSettings:
     snapshot_delivery: str = "events"
     read_ahead_messages: int | None = None  # None: the feed's default
     value_format: str = "json"
+    stream_task_messages: int = DEFAULT_STREAM_TASK_MESSAGES
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceSettings:
@@ -133,7 +142,7 @@ class SourceSettings:
                                f"expected one of {', '.join(VALUE_FORMATS)}"])
         return cls(props, positive("maxRowsPerBatch", None), positive("snapshotChunkRows", 100_000) or 100_000,
                    positive("snapshotParallelism", None), idle, delivery, positive("readAheadMessages", None),
-                   value_format)
+                   value_format, positive("streamTaskMessages", None) or DEFAULT_STREAM_TASK_MESSAGES)
 
 
 DEFAULT_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
@@ -340,7 +349,8 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         assert self._serializer is not None
         return _partitions(feed.decoder(), self._serializer, items, self.settings.snapshot_parallelism,
                            typed_rows=self.settings.snapshot_delivery == "rows",
-                           payload_values=self.settings.value_format == "payload")
+                           payload_values=self.settings.value_format == "payload",
+                           task_messages=self.settings.stream_task_messages)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, WorkPartition)
@@ -360,13 +370,38 @@ def _all_snapshot(items: list[Any]) -> bool:
 
 
 def _partitions(decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any],
-                parallelism: int | None, typed_rows: bool = False,
-                payload_values: bool = False) -> list[InputPartition]:
+                parallelism: int | None, typed_rows: bool = False, payload_values: bool = False,
+                task_messages: int = DEFAULT_STREAM_TASK_MESSAGES) -> list[InputPartition]:
     if parallelism and len(items) > parallelism and _all_snapshot(items):
         groups: list[list[Any]] = [items[i::parallelism] for i in range(parallelism)]
     else:
-        groups = [[item] for item in items]
+        groups = _runs(items, task_messages)
     return [WorkPartition(decoder, serializer, group, typed_rows, payload_values) for group in groups]
+
+
+def _runs(items: list[Any], task_messages: int, task_bytes: int = STREAM_TASK_BYTES) -> list[list[Any]]:
+    """Consecutive items with a `size` (streamed messages) grouped into tasks of about
+    `task_messages` messages and at most about `task_bytes` bytes, in order; any other item (a
+    snapshot chunk) is a task of its own. An item larger than a task stays whole."""
+    groups: list[list[Any]] = []
+    run: list[Any] = []
+    count = volume = 0
+    for item in items:
+        size = getattr(item, "size", None)
+        nbytes = getattr(item, "nbytes", 0) if size is not None else 0
+        if size is None or (run and (count + size > task_messages or volume + nbytes > task_bytes)):
+            if run:
+                groups.append(run)
+            run, count, volume = [], 0, 0
+            if size is None:
+                groups.append([item])
+                continue
+        run.append(item)
+        count += size
+        volume += nbytes
+    if run:
+        groups.append(run)
+    return groups
 
 
 class HeadwaterBatchReader(DataSourceReader):

@@ -103,6 +103,16 @@ def _mark(pos: StreamPosition) -> tuple[Any, ...]:
 class StreamWork:
     chunk: Chunk
 
+    @property
+    def size(self) -> int:
+        """Messages to decode (the source groups small items into tasks of about equal work)."""
+        return len(self.chunk.messages)
+
+    @property
+    def nbytes(self) -> int:
+        """The messages' bytes (a task's partition carries them to the executor)."""
+        return sum(len(payload) for payload, _ in self.chunk.messages)
+
 
 @dataclass
 class SnapshotWork:

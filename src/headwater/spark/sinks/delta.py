@@ -34,6 +34,12 @@ Current state, per batch and topic:
    the latest. A primary-key change arrives as a delete of the old key and a create of the new one.
 3. ``MERGE`` on the key: the event applies only when its position is newer than the stored
    ``__headwater_position`` — delete if ``d``, else update/insert from ``after``.
+   A batch whose updates, deletes and snapshot reads reach ``rewrite.fraction`` (default 0.25)
+   of the stored rows is applied instead by rewriting the table: one full outer join of the
+   stored rows with the batch, the same rules, one overwrite commit. MERGE first finds the
+   files the batch touches and then rewrites them, two passes over the table; when the batch
+   touches most files anyway, one pass is about twice as fast (500k updates into 1M rows on 2
+   cores: 4.7 s instead of 7.8 s). Batches of inserts always MERGE (they touch no stored row).
 4. Unchanged-TOAST placeholders (``unavailable.value.placeholder``) never overwrite a value: a
    column takes the newest non-placeholder value of the batch, else keeps what is stored.
 5. Columns new in the source schema are added to the table first (``ALTER TABLE … ADD COLUMNS``);
@@ -60,7 +66,7 @@ on the connector), ``decimal.format`` (``base64``/``numeric``, as ``value.conver
 ``changelog`` / ``current`` (``true``/``false``: write either kind of table), ``txn.app.id``
 (replaces the streaming query id in the transaction ids), ``table.prefix`` (also register the
 tables in the session catalog as ``<prefix><topic>``, non-alphanumerics as ``_``),
-``parallelism`` (tables written at once).
+``parallelism`` (tables written at once), ``rewrite.fraction`` (0–1, or ``inf`` to always MERGE).
 """
 
 from __future__ import annotations
@@ -97,8 +103,12 @@ KEY_PROPERTY = "headwater.key.columns"
 DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
 DEFAULT_APP_ID = "headwater-delta"
 OPTIONS = ("unavailable.value.placeholder", "decimal.format", "value.converter.decimal.format", "changelog",
-           "current", "txn.app.id", "table.prefix", "parallelism")
+           "current", "txn.app.id", "table.prefix", "parallelism", "rewrite.fraction")
 DEFAULT_PARALLELISM = 4
+# a batch whose events may touch at least this share of a current-state table's rows rewrites the
+# table in one pass instead of MERGE's two (find the touched files, then rewrite them): on 2 cores a
+# MERGE of 500k changes into 1M rows took 7.8 s, the rewrite 4.7 s; a MERGE of 2,048 took 5 s
+DEFAULT_REWRITE_FRACTION = 0.25
 # characters Delta accepts in column names only with column mapping
 _SPECIAL = re.compile(r"[ ,;{}()\n\t=]")
 # a committed version: a commit, a checkpoint (classic, multi-part, v2) or a compacted log file
@@ -115,6 +125,7 @@ class _Summary:
     last_truncate: str | None = None
     events: int = 0  # c/u/d/r
     updates: int = 0  # u: only updates carry unchanged-TOAST placeholders
+    creates: int = 0  # c: the events that (usually) touch no stored row
     keyed: bool = False  # some c/u/d/r record has a key
     typed: int = 0  # records carrying typed snapshot rows (source option snapshotDelivery=rows)
     bare: int = 0  # values without their schema (source option valueFormat=payload)
@@ -128,6 +139,7 @@ class _Table:
     keys: list[str]
     mapped: bool  # column mapping on (any column name allowed)
     empty: bool = False  # created by this sink and never written: the first write can append
+    change_feed: bool = False  # delta.enableChangeDataFeed: row-level changes matter, never rewrite
 
 
 @dataclass
@@ -175,6 +187,14 @@ class DeltaSink:
         if not raw.strip().isdigit() or int(raw) < 1:
             raise ConfigError([f"delta sink option parallelism={raw!r}: expected a whole number >= 1"])
         self.parallelism = int(raw)
+        raw = opts.pop("rewrite.fraction", str(DEFAULT_REWRITE_FRACTION))
+        try:
+            self.rewrite_fraction = float(raw)
+        except ValueError:
+            self.rewrite_fraction = -1.0
+        if not 0 <= self.rewrite_fraction <= 1 and self.rewrite_fraction != float("inf"):
+            raise ConfigError([f"delta sink option rewrite.fraction={raw!r}: expected a number from 0 to 1 "
+                               "(or inf: always MERGE)"])
         self._lock = threading.Lock()  # the timings, when tables are written concurrently
         self._tables: dict[str, _Table | None] = {}
         # per topic: the schema prefixes seen (value: text up to ',"payload":' → envelope schema;
@@ -269,6 +289,7 @@ class DeltaSink:
             rows = (data.groupBy("topic")
                     .agg(F.count(F.when(op != "t", F.lit(1))).alias("events"),
                          F.count(F.when(op == "u", F.lit(1))).alias("updates"),
+                         F.count(F.when(op == "c", F.lit(1))).alias("creates"),
                          F.count(F.when(op == "t", F.lit(1))).alias("truncates"),
                          F.count(F.when(keyed_event, F.lit(1))).alias("keyed"),
                          F.count(F.when(~value_known, F.lit(1))).alias("unknown_values"),
@@ -304,7 +325,8 @@ class DeltaSink:
         for r in rows:
             topic = r["topic"]
             summaries[topic] = _Summary(topic, [schema for _, schema in self._value_forms.get(topic, [])],
-                                        events=r["events"], updates=r["updates"], keyed=r["keyed"] > 0,
+                                        events=r["events"], updates=r["updates"], creates=r["creates"],
+                                        keyed=r["keyed"] > 0,
                                         typed=r["typed"], bare=r["bare"])
         if any(r["truncates"] for r in rows):
             for r in data.filter(op == "t").groupBy("topic").agg(F.max("position").alias("last")).collect():
@@ -392,7 +414,8 @@ class DeltaSink:
                 return
             events = events.filter(F.col(TYPED_ROWS).isNull())
             summary = _Summary(summary.topic, summary.schemas, summary.last_truncate,
-                               summary.events - summary.typed, summary.updates, summary.keyed, bare=summary.bare)
+                               summary.events - summary.typed, summary.updates, summary.creates, summary.keyed,
+                               bare=summary.bare)
         fmt = self.decimal_format
         row_type = ct.json_type(topic.row, fmt)
         payload = [StructField("before", row_type), StructField("after", row_type), StructField("ts_ms", LongType())]
@@ -477,7 +500,7 @@ class DeltaSink:
         parsed = rows.select(F.col(quote(ts.POSITION)).alias("position"), F.lit("r").alias("op"),
                              F.floor(ts_us / 1000).cast("BIGINT").alias("ts_ms"), key,
                              F.struct(*payload).alias("v"))
-        typed = _Summary(summary.topic, summary.schemas, None, summary.typed, 0, summary.keyed)
+        typed = _Summary(summary.topic, summary.schemas, None, summary.typed, 0, 0, summary.keyed)
         if self.changelog:
             self._append_changelog(session, parsed, topic, typed, batch_id, app, fmt=ct.NATIVE,
                                    tag="changelog:rows")
@@ -534,7 +557,8 @@ class DeltaSink:
         schema = session.read.format("delta").load(path).schema
         keys = json.loads(properties.get(KEY_PROPERTY, "[]"))
         table = _Table({f.name: f.dataType for f in schema.fields}, keys,
-                       properties.get("delta.columnMapping.mode", "none") != "none")
+                       properties.get("delta.columnMapping.mode", "none") != "none",
+                       change_feed=properties.get("delta.enableChangeDataFeed", "false").lower() == "true")
         self._tables[path] = table
         return table
 
@@ -561,8 +585,9 @@ class DeltaSink:
             _clear_uncommitted_log(session, path)
             builder.execute()
             # what was just created (no need to read it back); "empty" lets the first write append
+            feed = session.conf.get("spark.databricks.delta.properties.defaults.enableChangeDataFeed", "false")
             table = _Table({f.name: f.dataType for f in fields}, [f["field"] for f in topic.key_fields], mapped,
-                           empty=True)
+                           empty=True, change_feed=feed.strip().lower() == "true")
             self._tables[path] = table
             self._register(session, name, path)
             return table
@@ -611,6 +636,8 @@ class DeltaSink:
                     F.col("__hw_ts_ms").alias(TS_MS))
                 (inserted.write.format("delta").mode("append").option("txnAppId", merge_app)
                  .option("txnVersion", str(batch_id)).save(path))
+            elif not table.change_feed and self._rewrites(session, path, summary):
+                self._rewrite(session, path, topic, source, columns, toast)
             else:
                 updates = dict(values)
                 for i in toast:
@@ -626,6 +653,57 @@ class DeltaSink:
                  .execute())
         table.empty = False
         return table
+
+    def _rewrites(self, session: Any, path: str, summary: _Summary) -> bool:
+        """Whether this batch rewrites the table rather than MERGE into it: its events other than
+        creates (updates, deletes, snapshot reads of stored keys) reach `rewrite.fraction` of the
+        rows stored (Delta counts them from the log's statistics, without reading data). Tables with
+        Delta's change data feed always MERGE: a rewrite would record every row as changed."""
+        touching = summary.events - summary.creates
+        if self.rewrite_fraction == float("inf") or touching <= 0:
+            return False
+        stored = session.read.format("delta").load(path).count()
+        return touching >= self.rewrite_fraction * stored
+
+    def _rewrite(self, session: Any, path: str, topic: _Topic, source: Any,
+                 columns: list[ct.Schema], toast: dict[int, str]) -> None:
+        """What the MERGE of `_apply_current` does, as one full outer join of the stored rows with
+        the batch's latest event per key, written over the table in one commit: an event applies
+        when its key is new or its position is newer than the stored row's (a delete then drops
+        the row, anything else takes the event's values; unchanged-TOAST columns keep the stored
+        value); every other row stays as stored, columns the source no longer has included."""
+        from pyspark.sql import functions as F
+
+        stored = session.read.format("delta").load(path)
+        present = "__hw_stored"
+        target = stored.select(*[F.col(quote(name)).alias(f"__hw_t{i}") for i, name in enumerate(stored.columns)],
+                               F.lit(True).alias(present))
+        by_name = {name.lower(): i for i, name in enumerate(stored.columns)}
+        condition = None
+        for i, f in enumerate(topic.key_fields):
+            test = F.col(f"__hw_t{by_name[f['field'].lower()]}").eqNullSafe(F.col(f"__hw_key_{i}"))
+            condition = test if condition is None else condition & test
+        joined = target.join(source, condition, "full_outer")
+        position = F.col(f"__hw_t{by_name[POSITION.lower()]}")
+        applies = F.col("__hw_position").isNotNull() & (
+            F.col(present).isNull() | F.coalesce(F.col("__hw_position") > position, F.lit(False)))
+        from_source = {f["field"].lower(): i for i, f in enumerate(columns)}
+        meta = {POSITION.lower(): "__hw_position", OP.lower(): "__hw_op", TS_MS.lower(): "__hw_ts_ms"}
+        out = []
+        for i, name in enumerate(stored.columns):
+            kept = F.col(f"__hw_t{i}")
+            if name.lower() in meta:
+                new = F.col(meta[name.lower()])
+            elif name.lower() in from_source:
+                c = from_source[name.lower()]
+                new = F.col(f"__hw_c{c}")
+                if c in toast:
+                    new = F.when(F.col(f"__hw_keep_{c}"), kept).otherwise(new)
+            else:
+                new = F.lit(None)
+            out.append(F.when(applies, new.cast(stored.schema[name].dataType)).otherwise(kept).alias(name))
+        rows = joined.filter(~(applies & (F.col("__hw_op") == "d"))).select(*out)
+        rows.write.format("delta").mode("overwrite").save(path)
 
     def _merge_source(self, events: Any, topic: _Topic, summary: _Summary, fmt: str,
                       unique_keys: bool = False) -> tuple[Any, list[ct.Schema], dict[int, str]]:
