@@ -19,7 +19,7 @@ import copy
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,6 +184,18 @@ class Chunk:
     messages: list[tuple[bytes, int]]
     relations: dict[int, tuple[int, Table | None, tuple[str, ...]]] = field(default_factory=dict)
     heartbeat: tuple[int, dict[str, Any]] | None = None  # (ts_ms, offset) of a heartbeat after the messages
+    # chunks joined into one (a transaction kept whole): (message index, the definitions the
+    # joined chunk carried) — a table altered inside the transaction changes definition there
+    relation_changes: list[tuple[int, dict[int, tuple[int, Table | None, tuple[str, ...]]]]] = \
+        field(default_factory=list)
+
+    def runs(self) -> Iterator[tuple[dict[int, tuple[int, Table | None, tuple[str, ...]]], list[tuple[bytes, int]]]]:
+        """The messages in runs, each with the relation definitions to adopt before it."""
+        start, relations = 0, self.relations
+        for index, changed in self.relation_changes:
+            yield relations, self.messages[start:index]
+            start, relations = index, changed
+        yield relations, (self.messages if start == 0 else self.messages[start:])
 
 
 class ChangeEventBuilder:
@@ -467,12 +479,13 @@ class ChunkBuilder:
                 self._versions[oid] = version
 
     def build(self, chunk: Chunk) -> list[Any]:
-        self.update_relations(chunk.relations)
         items: list[Any] = []
         builder = ChangeEventBuilder(self.settings, self.registry, copy.copy(chunk.position), items.append)
         handle = builder.handle
-        for payload, lsn in chunk.messages:
-            handle(payload, lsn)
+        for relations, messages in chunk.runs():
+            self.update_relations(relations)
+            for payload, lsn in messages:
+                handle(payload, lsn)
         if chunk.heartbeat is not None:
             builder.heartbeat(chunk.heartbeat[1], chunk.heartbeat[0])
         return items

@@ -173,7 +173,6 @@ class PgWorkDecoder(WorkDecoder):
         if self._builder is None:
             self._builder = self.settings.create_builder()
         chunk_builder = self._builder
-        chunk_builder.update_relations(chunk.relations)
         out: list[PositionedRecord] = []
         current = ["", 0]  # position prefix of the message being handled, records emitted for it
 
@@ -184,15 +183,17 @@ class PgWorkDecoder(WorkDecoder):
 
         builder = ChangeEventBuilder(self.settings, chunk_builder.registry, copy.copy(chunk.position), emit)
         pos = builder.position
-        for payload, lsn in chunk.messages:
-            # a data message or COMMIT of a transaction is message number tx_msgs + 1 of it; a
-            # non-transactional message is ordered by its own LSN
-            if pos.final_lsn is not None:
-                current[0] = position_key(pos.final_lsn, pos.tx_msgs + 1)[:32]
-            else:
-                current[0] = position_key(lsn, 0)[:32]
-            current[1] = 0
-            builder.handle(payload, lsn)
+        for relations, messages in chunk.runs():
+            chunk_builder.update_relations(relations)
+            for payload, lsn in messages:
+                # a data message or COMMIT of a transaction is message number tx_msgs + 1 of it; a
+                # non-transactional message is ordered by its own LSN
+                if pos.final_lsn is not None:
+                    current[0] = position_key(pos.final_lsn, pos.tx_msgs + 1)[:32]
+                else:
+                    current[0] = position_key(lsn, 0)[:32]
+                current[1] = 0
+                builder.handle(payload, lsn)
         return out
 
     def decode_typed(self, item: Any) -> TypedChunk | None:
@@ -841,8 +842,9 @@ class PgChangeFeed(ChangeFeed):
             # whole transactions stay together, so BEGIN/END counts are right
             last = work[-1].chunk
             if last.position.final_lsn is not None or _ends_inside_tx(last):
+                if chunk.relations:  # adopted where this chunk starts (one may be a new version)
+                    last.relation_changes.append((len(last.messages), chunk.relations))
                 last.messages.extend(chunk.messages)
-                last.relations.update(chunk.relations)
                 return
         work.append(StreamWork(chunk))
 
@@ -856,7 +858,9 @@ def _ends_inside_tx(chunk: Chunk) -> bool:
 
 def _split(chunk: Chunk, end_key: tuple[int, int]) -> tuple[Chunk | None, Chunk]:
     """Cut a chunk where the position reaches `end_key` (a restart reads the same messages in
-    chunks of other sizes than the batch that logged the offset)."""
+    chunks of other sizes than the batch that logged the offset). Only the reader's own chunks are
+    cut, and each of them has one set of relation definitions."""
+    assert not chunk.relation_changes, "a joined chunk is never cut"
     pos = copy.copy(chunk.position)
     for i, (payload, lsn) in enumerate(chunk.messages):
         advance_position(pos, payload, lsn)
