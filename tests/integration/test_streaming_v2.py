@@ -149,6 +149,44 @@ def _ids(records: list[dict[str, Any]], topic: str = ITEMS) -> list[int]:
     return out
 
 
+@pytest.mark.parametrize("mode", ["sequential", "workers"])
+def test_a_streamed_transactions_relations_are_read_once_its_commit_is_visible(pg_db, tmp_path, caplog,
+                                                                              monkeypatch, mode):
+    """A replayed streamed transaction's Relation messages come before its BEGIN. Their catalog
+    lookup waits for the transaction's commit to be visible all the same (the server sends a
+    commit a moment before other sessions see it), so the lookup gets the transaction's xid."""
+    from headwater.connectors.postgres.metadata import CatalogReader
+
+    _low_work_mem(pg_db)
+    pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, val text, amount numeric(12,2))")
+    pg_db.execute("CREATE PUBLICATION dbz_publication FOR ALL TABLES")
+    _slots(pg_db, "hw_rel")
+    lookups: list[tuple[str, int | None]] = []
+    read_relation = CatalogReader.read_relation
+
+    def recording(self: Any, table_id: Any, columns: Any, replica_identity: Any = None,
+                  committed_xid: int | None = None) -> Any:
+        lookups.append((table_id.table, committed_xid))
+        return read_relation(self, table_id, columns, replica_identity, committed_xid)
+
+    monkeypatch.setattr(CatalogReader, "read_relation", recording)
+    conn = pg_db.connect(autocommit=False)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT txid_current() % 4294967296")  # pgoutput sends 32-bit xids
+            xid = cur.fetchone()[0]
+            cur.execute("INSERT INTO items SELECT g, 'v' || g, g FROM generate_series(1, 3000) g")
+        conn.commit()
+    finally:
+        conn.close()
+    extra = {"encoding.workers": "2"} if mode == "workers" else {"encoding.workers": "0"}
+    records = _capture(pg_db, tmp_path / "run", "hw_rel", caplog, **{
+        "streaming.in.progress.transactions": "on", "streaming.spool.directory": str(tmp_path / "spool"),
+        **extra})
+    assert len(_ids(records)) == 3000
+    assert lookups and set(lookups) == {("items", xid)}, lookups
+
+
 @pytest.mark.parametrize("mode", ["metadata", "workers"])
 def test_streamed_transactions_emit_exactly_the_protocol_1_events(pg_db, tmp_path, caplog, mode):
     _setup(pg_db)

@@ -64,6 +64,7 @@ class StreamPosition:
     skip_msgs: int = 0                  # ... after this many of its data messages
     skipping: int = 0
     xmin: int | None = None             # the slot's catalog_xmin for source.xmin (xmin.fetch.interval.ms)
+    replaying_xid: int | None = None    # a committed streamed transaction being replayed (set before its BEGIN)
 
     @classmethod
     def resume(cls, offset: PgOffset) -> StreamPosition:
@@ -238,8 +239,10 @@ class ChangeEventBuilder:
         elif kind == RELATION:
             msg = pg.decode(payload)
             # protocol 1 sends a transaction once it has committed: the catalog is read once that
-            # commit is visible (pos.xid; None before a replayed streamed transaction's BEGIN)
-            self.registry.for_relation(msg.oid, msg.namespace, msg.name, msg.columns, committed_xid=pos.xid)
+            # commit is visible (its xid; a replayed streamed transaction's Relation messages come
+            # before its BEGIN, when only the replay knows the xid)
+            xid = pos.xid if pos.xid is not None else pos.replaying_xid
+            self.registry.for_relation(msg.oid, msg.namespace, msg.name, msg.columns, committed_xid=xid)
         elif kind == TRUNCATE:
             if pos.data():
                 self._data_message(lambda: self._truncate(pg.decode(payload), lsn))

@@ -285,6 +285,7 @@ class StreamingReader:
         if spool is not None and spool.spilled:
             log.info("streamed transaction %s committed at %s: replaying %d messages (%.1f MiB spooled on disk)",
                      msg.xid, pg.format_lsn(msg.commit_lsn), spool.messages, spool.spilled / 2**20)
+        self.position.replaying_xid = msg.xid
         try:
             if spool is not None:
                 for n, (payload, at) in enumerate(spool.replay()):
@@ -297,6 +298,7 @@ class StreamingReader:
                             return  # the server sends the transaction again after a restart
                         self._keepalive()
         finally:
+            self.position.replaying_xid = None
             if spool is not None:
                 spool.discard()
         if not begun:
