@@ -260,7 +260,12 @@ def test_types_toast_placeholders_and_new_columns(spark, tmp_path, rewrite_fract
     original = toast[0]["value"]["payload"]["after"]
     assert toast[1]["value"]["payload"]["after"]["big_text"] == PLACEHOLDER
     renamed = _with_column(crud[3], "nickname", "Bob")  # u of id 2 with a new column
-    sink.write(feed.frame(spark, [*toast[1:2], renamed]), 1)
+    batch1 = feed.frame(spark, [*toast[1:2], renamed])
+    sink.write(batch1, 1)
+    # the first pass finds which updates may hold a placeholder: only those topics search per column
+    found = sink._summaries(batch1, batch1.limit(0))
+    assert (found["dbserver1.public.toast_default"].placeholders, found["dbserver1.public.customers"].placeholders,
+            found["dbserver1.public.customers"].updates) == (1, 0, 1)
     row = delta_rows(spark, table, ["id"])[(1,)]
     assert row == as_stored({**original, "small": 1}, bytes_columns)
     # batch 2: a real change of the TOASTed value, a new row, and in the same batch a placeholder

@@ -85,3 +85,20 @@ def test_pipeline_checks_connector_properties_before_spark_starts(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_pipeline(path)
     assert "databse.dbname" in str(info.value) and "did you mean" in str(info.value).lower()
+
+
+def test_a_delta_only_pipeline_streams_compact_records_and_others_refuse_them(spark, tmp_path):
+    """Typed snapshot rows, payload values and no headers only when every sink is a Delta sink."""
+    source = {"database.hostname": "h", "topic.prefix": "p"}
+
+    def pipeline(sinks: list[dict], **options: str) -> Pipeline:
+        return Pipeline(parse_pipeline({"source": {**source, **options}, "sinks": sinks, "checkpoint": "c"},
+                                       tmp_path), spark=spark)
+
+    lake = pipeline([{"type": "delta", "path": "lake"}]).source_options()
+    assert (lake["snapshotDelivery"], lake["valueFormat"], lake["headers"]) == ("rows", "payload", "false")
+    both = pipeline([{"type": "delta", "path": "lake"}, {"type": "jsonl", "path": "out"}]).source_options()
+    assert (both["snapshotDelivery"], both["valueFormat"], both["headers"]) == ("events", "json", "true")
+    assert pipeline([{"type": "delta", "path": "lake"}], headers="true").source_options()["headers"] == "true"
+    with pytest.raises(ConfigError, match="source option headers=false needs every sink to be a delta sink"):
+        pipeline([{"type": "jsonl", "path": "out"}], headers="false").source_options()

@@ -53,3 +53,11 @@ def test_streamed_runs_are_grouped_into_tasks_in_order_and_snapshot_chunks_stay_
     assert SourceSettings.from_options(BASE).stream_task_messages == DEFAULT_STREAM_TASK_MESSAGES
     with pytest.raises(ConfigError, match=r"streamTaskMessages='none': expected a positive integer"):
         SourceSettings.from_options({**BASE, "streamTaskMessages": "none"})
+
+
+def test_headers_can_be_left_out_for_sinks_that_ignore_them():
+    assert SourceSettings.from_options(BASE).headers is True
+    assert SourceSettings.from_options({**BASE, "HEADERS": "False"}).headers is False
+    assert "headers" not in SourceSettings.from_options({**BASE, "headers": "false"}).connector_properties
+    with pytest.raises(ConfigError, match=r"headers='none': expected true or false"):
+        SourceSettings.from_options({**BASE, "headers": "none"})

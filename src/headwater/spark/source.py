@@ -10,6 +10,9 @@ Options are the connector properties of the standalone runner (``database.hostna
 - ``streamTaskMessages`` — replication messages per streaming task (default 16,384): the reader
   hands over runs of messages as they arrive (often a few dozen at a time), and a task per run
   would cost more in scheduling than in decoding; a task also stops at ~64 MiB of messages;
+- ``headers`` — ``true`` (default); ``false`` leaves the ``headers`` column null (the pipeline
+  runner sets it when every sink is a Delta sink, which ignores headers: they were ~40 % of a
+  streamed record's bytes);
 - ``snapshotIdleSeconds`` — batch reads only: how long the exported snapshot waits for a task
   to start reading before it is released (default 300);
 - ``snapshotDelivery`` — ``events`` (default): every snapshot row is one record; ``rows``: a
@@ -60,7 +63,7 @@ SCHEMA = ("topic string, key string, value string, headers array<struct<key:stri
           "op string, position string, ts_ms long, source_db string, source_schema string, source_table string, "
           "snapshot_rows binary")
 SOURCE_OPTIONS = ("maxRowsPerBatch", "snapshotChunkRows", "snapshotParallelism", "snapshotIdleSeconds",
-                  "snapshotDelivery", "readAheadMessages", "valueFormat", "streamTaskMessages")
+                  "snapshotDelivery", "readAheadMessages", "valueFormat", "streamTaskMessages", "headers")
 SNAPSHOT_DELIVERIES = ("events", "rows")
 VALUE_FORMATS = ("json", "payload")
 # rows per typed snapshot record (one Arrow IPC stream each)
@@ -95,6 +98,7 @@ class SourceSettings:
     read_ahead_messages: int | None = None  # None: the feed's default
     value_format: str = "json"
     stream_task_messages: int = DEFAULT_STREAM_TASK_MESSAGES
+    headers: bool = True  # False: the headers column stays null (sinks that ignore headers)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceSettings:
@@ -140,9 +144,13 @@ class SourceSettings:
         if value_format not in VALUE_FORMATS:
             raise ConfigError([f"headwater source option valueFormat={lowered['valueformat']!r}: "
                                f"expected one of {', '.join(VALUE_FORMATS)}"])
+        headers = lowered.get("headers", "true").strip().lower() or "true"
+        if headers not in ("true", "false"):
+            raise ConfigError([f"headwater source option headers={lowered['headers']!r}: expected true or false"])
         return cls(props, positive("maxRowsPerBatch", None), positive("snapshotChunkRows", 100_000) or 100_000,
                    positive("snapshotParallelism", None), idle, delivery, positive("readAheadMessages", None),
-                   value_format, positive("streamTaskMessages", None) or DEFAULT_STREAM_TASK_MESSAGES)
+                   value_format, positive("streamTaskMessages", None) or DEFAULT_STREAM_TASK_MESSAGES,
+                   headers == "true")
 
 
 DEFAULT_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
@@ -195,13 +203,14 @@ class WorkPartition(InputPartition):
     """What one task does: decode these work items (in order) with this decoder."""
 
     def __init__(self, decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any],
-                 typed_rows: bool = False, payload_values: bool = False) -> None:
+                 typed_rows: bool = False, payload_values: bool = False, headers: bool = True) -> None:
         super().__init__(None)
         self.decoder = decoder
         self.serializer = serializer
         self.items = items
         self.typed_rows = typed_rows  # snapshotDelivery=rows
         self.payload_values = payload_values  # valueFormat=payload
+        self.headers = headers  # headers=false: the column stays null
 
 
 def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
@@ -227,6 +236,7 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
         return batch
 
     decode_typed = getattr(partition.decoder, "decode_typed", None) if partition.typed_rows else None
+    with_headers = partition.headers
     for item in partition.items:
         typed = decode_typed(item) if decode_typed is not None else None
         if typed is not None:
@@ -251,7 +261,7 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
             # UTF-8 for string columns and takes tuples for structs, in C (no str/dict per record)
             key.append(serializer.key(record))
             value.append(serializer.value(record) if payloads is None else payloads.value(record))
-            headers.append(serializer.header_pairs(record))
+            headers.append(serializer.header_pairs(record) if with_headers else None)
             op.append(record.op)
             position.append(positioned.position)
             if isinstance(source, dict):
@@ -350,7 +360,7 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return _partitions(feed.decoder(), self._serializer, items, self.settings.snapshot_parallelism,
                            typed_rows=self.settings.snapshot_delivery == "rows",
                            payload_values=self.settings.value_format == "payload",
-                           task_messages=self.settings.stream_task_messages)
+                           task_messages=self.settings.stream_task_messages, headers=self.settings.headers)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, WorkPartition)
@@ -371,12 +381,12 @@ def _all_snapshot(items: list[Any]) -> bool:
 
 def _partitions(decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any],
                 parallelism: int | None, typed_rows: bool = False, payload_values: bool = False,
-                task_messages: int = DEFAULT_STREAM_TASK_MESSAGES) -> list[InputPartition]:
+                task_messages: int = DEFAULT_STREAM_TASK_MESSAGES, headers: bool = True) -> list[InputPartition]:
     if parallelism and len(items) > parallelism and _all_snapshot(items):
         groups: list[list[Any]] = [items[i::parallelism] for i in range(parallelism)]
     else:
         groups = _runs(items, task_messages)
-    return [WorkPartition(decoder, serializer, group, typed_rows, payload_values) for group in groups]
+    return [WorkPartition(decoder, serializer, group, typed_rows, payload_values, headers) for group in groups]
 
 
 def _runs(items: list[Any], task_messages: int, task_bytes: int = STREAM_TASK_BYTES) -> list[list[Any]]:

@@ -71,6 +71,7 @@ tables in the session catalog as ``<prefix><topic>``, non-alphanumerics as ``_``
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import re
@@ -126,6 +127,7 @@ class _Summary:
     events: int = 0  # c/u/d/r
     updates: int = 0  # u: only updates carry unchanged-TOAST placeholders
     creates: int = 0  # c: the events that (usually) touch no stored row
+    placeholders: int = 0  # u whose value may hold an unchanged-TOAST placeholder (0: none can)
     keyed: bool = False  # some c/u/d/r record has a key
     typed: int = 0  # records carrying typed snapshot rows (source option snapshotDelivery=rows)
     bare: int = 0  # values without their schema (source option valueFormat=payload)
@@ -290,6 +292,8 @@ class DeltaSink:
                     .agg(F.count(F.when(op != "t", F.lit(1))).alias("events"),
                          F.count(F.when(op == "u", F.lit(1))).alias("updates"),
                          F.count(F.when(op == "c", F.lit(1))).alias("creates"),
+                         F.count(F.when((op == "u") & self._may_hold_placeholder(value), F.lit(1)))
+                         .alias("placeholders"),
                          F.count(F.when(op == "t", F.lit(1))).alias("truncates"),
                          F.count(F.when(keyed_event, F.lit(1))).alias("keyed"),
                          F.count(F.when(~value_known, F.lit(1))).alias("unknown_values"),
@@ -326,12 +330,31 @@ class DeltaSink:
             topic = r["topic"]
             summaries[topic] = _Summary(topic, [schema for _, schema in self._value_forms.get(topic, [])],
                                         events=r["events"], updates=r["updates"], creates=r["creates"],
+                                        placeholders=r["placeholders"],
                                         keyed=r["keyed"] > 0,
                                         typed=r["typed"], bare=r["bare"])
         if any(r["truncates"] for r in rows):
             for r in data.filter(op == "t").groupBy("topic").agg(F.max("position").alias("last")).collect():
                 summaries[r["topic"]].last_truncate = r["last"]
         return summaries
+
+    def _may_hold_placeholder(self, value: Any) -> Any:
+        """True for a value whose JSON contains some form of the unchanged-TOAST placeholder (the
+        text, its base64, the uuid[] form, the signed bytes of an integer array: what
+        ``connect_types.placeholder_sql`` matches). False means no column of it can be the
+        placeholder, and the batch's reduction needs no per-column search for older real values.
+        A placeholder that JSON might escape is assumed present everywhere."""
+        from pyspark.sql import functions as F
+
+        text = self.placeholder.decode("utf-8", "replace")
+        if not re.fullmatch(r"[A-Za-z0-9_ .:-]+", text):
+            return F.lit(True)
+        signed = ",".join(str(b - 256 if b > 127 else b) for b in self.placeholder)
+        forms = {text, base64.b64encode(self.placeholder).decode(), ct.uuid_placeholder(self.placeholder), signed}
+        test: Any = F.lit(False)
+        for form in sorted(forms):
+            test = test | value.contains(form)
+        return test
 
     @staticmethod
     def _known_expr(forms: dict[str, list[tuple[str | None, Any]]], column: Any) -> Any:
@@ -414,8 +437,8 @@ class DeltaSink:
                 return
             events = events.filter(F.col(TYPED_ROWS).isNull())
             summary = _Summary(summary.topic, summary.schemas, summary.last_truncate,
-                               summary.events - summary.typed, summary.updates, summary.creates, summary.keyed,
-                               bare=summary.bare)
+                               summary.events - summary.typed, summary.updates, summary.creates,
+                               summary.placeholders, summary.keyed, bare=summary.bare)
         fmt = self.decimal_format
         row_type = ct.json_type(topic.row, fmt)
         payload = [StructField("before", row_type), StructField("after", row_type), StructField("ts_ms", LongType())]
@@ -500,7 +523,7 @@ class DeltaSink:
         parsed = rows.select(F.col(quote(ts.POSITION)).alias("position"), F.lit("r").alias("op"),
                              F.floor(ts_us / 1000).cast("BIGINT").alias("ts_ms"), key,
                              F.struct(*payload).alias("v"))
-        typed = _Summary(summary.topic, summary.schemas, None, summary.typed, 0, 0, summary.keyed)
+        typed = _Summary(summary.topic, summary.schemas, None, summary.typed, 0, 0, 0, summary.keyed)
         if self.changelog:
             self._append_changelog(session, parsed, topic, typed, batch_id, app, fmt=ct.NATIVE,
                                    tag="changelog:rows")
@@ -714,7 +737,7 @@ class DeltaSink:
 
         columns = list(topic.row["fields"])
         toast: dict[int, str] = {}
-        if summary.updates:
+        if summary.updates and summary.placeholders:
             for i, f in enumerate(columns):
                 check = ct.placeholder_sql(f"v.after.{quote(f['field'])}", f, self.placeholder)
                 if check is not None:
