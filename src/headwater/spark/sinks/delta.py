@@ -72,6 +72,7 @@ tables in the session catalog as ``<prefix><topic>``, non-alphanumerics as ``_``
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import logging
 import re
@@ -436,9 +437,7 @@ class DeltaSink:
             if summary.events == summary.typed:
                 return
             events = events.filter(F.col(TYPED_ROWS).isNull())
-            summary = _Summary(summary.topic, summary.schemas, summary.last_truncate,
-                               summary.events - summary.typed, summary.updates, summary.creates,
-                               summary.placeholders, summary.keyed, bare=summary.bare)
+            summary = dataclasses.replace(summary, events=summary.events - summary.typed, typed=0)
         fmt = self.decimal_format
         row_type = ct.json_type(topic.row, fmt)
         payload = [StructField("before", row_type), StructField("after", row_type), StructField("ts_ms", LongType())]
@@ -523,7 +522,7 @@ class DeltaSink:
         parsed = rows.select(F.col(quote(ts.POSITION)).alias("position"), F.lit("r").alias("op"),
                              F.floor(ts_us / 1000).cast("BIGINT").alias("ts_ms"), key,
                              F.struct(*payload).alias("v"))
-        typed = _Summary(summary.topic, summary.schemas, None, summary.typed, 0, 0, 0, summary.keyed)
+        typed = _Summary(summary.topic, summary.schemas, events=summary.typed, keyed=summary.keyed)
         if self.changelog:
             self._append_changelog(session, parsed, topic, typed, batch_id, app, fmt=ct.NATIVE,
                                    tag="changelog:rows")
