@@ -120,6 +120,15 @@ class SourceSettings:
                 raise ConfigError([f"headwater source option {name}={raw!r}: expected a positive integer"])
             return value
 
+        def choice(name: str, allowed: tuple[str, ...], expected: str | None = None) -> str:
+            """The option's value (case-insensitive), the first allowed one when unset."""
+            raw = lowered.get(name.lower(), "")
+            value = raw.strip().lower() or allowed[0]
+            if value not in allowed:
+                raise ConfigError([f"headwater source option {name}={raw!r}: "
+                                   f"expected {expected or 'one of ' + ', '.join(allowed)}"])
+            return value
+
         props: dict[str, str] = {}
         if "properties" in lowered:
             try:
@@ -136,17 +145,9 @@ class SourceSettings:
                 props[_restore_case(key, names)] = value
         props.setdefault("connector.class", DEFAULT_CONNECTOR)
         idle = positive("snapshotIdleSeconds", DEFAULT_SNAPSHOT_IDLE_S) or DEFAULT_SNAPSHOT_IDLE_S
-        delivery = lowered.get("snapshotdelivery", "events").strip().lower() or "events"
-        if delivery not in SNAPSHOT_DELIVERIES:
-            raise ConfigError([f"headwater source option snapshotDelivery={lowered['snapshotdelivery']!r}: "
-                               f"expected one of {', '.join(SNAPSHOT_DELIVERIES)}"])
-        value_format = lowered.get("valueformat", "json").strip().lower() or "json"
-        if value_format not in VALUE_FORMATS:
-            raise ConfigError([f"headwater source option valueFormat={lowered['valueformat']!r}: "
-                               f"expected one of {', '.join(VALUE_FORMATS)}"])
-        headers = lowered.get("headers", "true").strip().lower() or "true"
-        if headers not in ("true", "false"):
-            raise ConfigError([f"headwater source option headers={lowered['headers']!r}: expected true or false"])
+        delivery = choice("snapshotDelivery", SNAPSHOT_DELIVERIES)
+        value_format = choice("valueFormat", VALUE_FORMATS)
+        headers = choice("headers", ("true", "false"), "true or false")
         return cls(props, positive("maxRowsPerBatch", None), positive("snapshotChunkRows", 100_000) or 100_000,
                    positive("snapshotParallelism", None), idle, delivery, positive("readAheadMessages", None),
                    value_format, positive("streamTaskMessages", None) or DEFAULT_STREAM_TASK_MESSAGES,

@@ -176,6 +176,10 @@ class BuilderSettings:
         return ChunkBuilder(self)
 
 
+# oid -> (version, table, raw column order): the relation definitions a chunk is decoded with
+Relations = dict[int, tuple[int, Table | None, tuple[str, ...]]]
+
+
 @dataclass
 class Chunk:
     """A run of messages for a worker: the position before them, and the definitions of the
@@ -183,14 +187,13 @@ class Chunk:
 
     position: StreamPosition
     messages: list[tuple[bytes, int]]
-    relations: dict[int, tuple[int, Table | None, tuple[str, ...]]] = field(default_factory=dict)
+    relations: Relations = field(default_factory=dict)
     heartbeat: tuple[int, dict[str, Any]] | None = None  # (ts_ms, offset) of a heartbeat after the messages
     # chunks joined into one (a transaction kept whole): (message index, the definitions the
     # joined chunk carried) — a table altered inside the transaction changes definition there
-    relation_changes: list[tuple[int, dict[int, tuple[int, Table | None, tuple[str, ...]]]]] = \
-        field(default_factory=list)
+    relation_changes: list[tuple[int, Relations]] = field(default_factory=list)
 
-    def runs(self) -> Iterator[tuple[dict[int, tuple[int, Table | None, tuple[str, ...]]], list[tuple[bytes, int]]]]:
+    def runs(self) -> Iterator[tuple[Relations, list[tuple[bytes, int]]]]:
         """The messages in runs, each with the relation definitions to adopt before it."""
         start, relations = 0, self.relations
         for index, changed in self.relation_changes:
@@ -474,7 +477,7 @@ class ChunkBuilder:
         self.registry = settings.registry(None)
         self._versions: dict[int, int] = {}
 
-    def update_relations(self, relations: dict[int, tuple[int, Table | None, tuple[str, ...]]]) -> None:
+    def update_relations(self, relations: Relations) -> None:
         """Adopt the relation definitions a chunk carries (rebuilding only changed versions)."""
         for oid, (version, table, raw_columns) in relations.items():
             if self._versions.get(oid) != version:
