@@ -57,7 +57,7 @@ class Feed:
             self.fed.append((position, line))
             out.append((line["topic"], _compact(line["key"]), _compact(value), [],
                         payload.get("op") if payload else None, position, source.get("ts_ms"), source.get("db"),
-                        source.get("schema"), source.get("table"), None))
+                        source.get("schema"), source.get("table"), None, None))
         return out
 
     def frame(self, spark: Any, lines: list[dict[str, Any]]) -> Any:
@@ -318,7 +318,7 @@ def test_delta_sink_rejects_values_without_schemas_and_bad_options(spark, tmp_pa
     line = golden("basic_crud")[0]
     payload = line["value"]["payload"]  # value.converter.schemas.enable=false: the bare envelope
     frame = spark.createDataFrame([(line["topic"], _compact(line["key"]), _compact(payload), [], "r", "01",
-                                    payload["source"]["ts_ms"], "db", "public", "customers", None)], SCHEMA)
+                                    payload["source"]["ts_ms"], "db", "public", "customers", None, None)], SCHEMA)
     with pytest.raises(ConfigError, match=r"schemas\.enable"):
         DeltaSink(spark, str(tmp_path / "lake")).write(frame, 0)
     with pytest.raises(ConfigError, match="unknown option"):

@@ -98,7 +98,7 @@ def source_rows(lines: list[dict[str, Any]], topic_prefix: str) -> list[tuple[An
                      None if line["value"] is None else compact(line["value"]),
                      [(h["key"], compact(h["value"]).encode()) for h in line["headers"]],
                      (env or {}).get("op"), position_key(1, i), src.get("ts_ms"), src.get("db"),
-                     src.get("schema"), src.get("table"), None))
+                     src.get("schema"), src.get("table"), None, None))
     return rows
 
 

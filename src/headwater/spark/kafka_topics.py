@@ -12,7 +12,7 @@ returns a streaming DataFrame with the schema of the ``headwater`` source
   envelope is ``value.payload`` when the converter wrote schemas, else the value itself; ``ts_ms`` is
   ``source.ts_ms`` when the record has a ``source`` block, else the envelope's ``ts_ms``
   (transaction metadata, heartbeats) — exactly as the headwater source fills them;
-- ``snapshot_rows``: always NULL (Kafka holds events, never typed snapshot rows);
+- ``typed_rows``, ``typed_row_count``: always NULL (Kafka holds events, never typed rows);
 - ``position``: the Kafka partition and offset in the source's fixed-width format
   (16 hex digits partition, 16 hex digits offset, 8 zero digits: ``position_key(partition, offset)``).
   Debezium writes all records of a key to one partition (the key decides it), and Kafka keeps a
@@ -82,7 +82,7 @@ def debezium_records(kafka_df: DataFrame) -> DataFrame:
                 source["db"].alias("source_db"),
                 text(source["schema"]).alias("source_schema"),
                 text(source["table"]).alias("source_table"),
-                F.lit(None).cast("binary").alias("snapshot_rows"),
+                F.lit(None).cast("binary").alias("typed_rows"), F.lit(None).cast("int").alias("typed_row_count"),
             ))
 
 

@@ -194,15 +194,15 @@ class Pipeline:
 
     def source_options(self) -> dict[str, str]:
         """The source's options: when every sink stores rows (Delta) and nothing else looks at the
-        batches, snapshot rows go typed to the sinks (``snapshotDelivery=rows``) and change values
-        without their schemas (``valueFormat=payload``) and without headers (``headers=false``), unless
-        those options are set."""
+        batches, snapshot rows and row changes go typed to the sinks (``snapshotDelivery=rows``,
+        ``streamDelivery=rows``) and the other change values without their schemas
+        (``valueFormat=payload``) and without headers (``headers=false``), unless those options are set."""
         from headwater.spark.sinks.delta import DeltaSink
 
         options = dict(self.spec.source)
         rows_ok = bool(self.sinks) and all(isinstance(s, DeltaSink) for s in self.sinks) and not self.observers
-        for name, lake_only, default in (("snapshotDelivery", "rows", "events"), ("valueFormat", "payload", "json"),
-                                         ("headers", "false", "true")):
+        for name, lake_only, default in (("snapshotDelivery", "rows", "events"), ("streamDelivery", "rows", "events"),
+                                         ("valueFormat", "payload", "json"), ("headers", "false", "true")):
             given = next((k for k in options if k.lower() == name.lower()), None)
             if given is None:
                 options[name] = lake_only if rows_ok else default

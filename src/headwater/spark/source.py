@@ -13,11 +13,16 @@ Options are the connector properties of the standalone runner (``database.hostna
 - ``headers`` — ``true`` (default); ``false`` leaves the ``headers`` column null (the pipeline
   runner sets it when every sink is a Delta sink, which ignores headers: they were ~40 % of a
   streamed record's bytes);
+- ``streamDelivery`` — ``events`` (default); ``rows``: the inserts, updates and deletes of tables
+  whose columns all have an exact typed form are delivered as records carrying typed Arrow rows in
+  ``typed_rows`` (see :mod:`headwater.connectors.postgres.typed_changes`; changes that need an
+  event — key changes, unchanged-TOAST values, ``REPLICA IDENTITY FULL`` updates — stay events).
+  For the Delta sink; the pipeline runner turns it on when every sink is a Delta sink;
 - ``snapshotIdleSeconds`` — batch reads only: how long the exported snapshot waits for a task
   to start reading before it is released (default 300);
 - ``snapshotDelivery`` — ``events`` (default): every snapshot row is one record; ``rows``: a
   snapshot chunk of a table whose columns all have an exact typed form is delivered as a few
-  records carrying its rows as typed Arrow data in ``snapshot_rows`` (for the Delta sink, which
+  records carrying its rows as typed Arrow data in ``typed_rows`` (for the Delta sink, which
   stores them without building, writing and parsing JSON events; the pipeline runner turns this on
   when every sink is a Delta sink). Other tables' chunks stay events.
 
@@ -61,9 +66,10 @@ FORMAT = "headwater"
 # the record columns; key/value/headers are exactly what the standalone runner writes
 SCHEMA = ("topic string, key string, value string, headers array<struct<key:string,value:binary>>, "
           "op string, position string, ts_ms long, source_db string, source_schema string, source_table string, "
-          "snapshot_rows binary")
+          "typed_rows binary, typed_row_count int")
 SOURCE_OPTIONS = ("maxRowsPerBatch", "snapshotChunkRows", "snapshotParallelism", "snapshotIdleSeconds",
-                  "snapshotDelivery", "readAheadMessages", "valueFormat", "streamTaskMessages", "headers")
+                  "snapshotDelivery", "readAheadMessages", "valueFormat", "streamTaskMessages", "headers",
+                  "streamDelivery")
 SNAPSHOT_DELIVERIES = ("events", "rows")
 VALUE_FORMATS = ("json", "payload")
 # rows per typed snapshot record (one Arrow IPC stream each)
@@ -84,7 +90,8 @@ def _arrow_schema() -> pa.Schema:
     return pa.schema([("topic", pa.string()), ("key", pa.string()), ("value", pa.string()),
                       ("headers", pa.list_(header)), ("op", pa.string()), ("position", pa.string()),
                       ("ts_ms", pa.int64()), ("source_db", pa.string()), ("source_schema", pa.string()),
-                      ("source_table", pa.string()), ("snapshot_rows", pa.binary())])
+                      ("source_table", pa.string()), ("typed_rows", pa.binary()),
+                      ("typed_row_count", pa.int32())])
 
 
 @dataclass
@@ -99,6 +106,7 @@ class SourceSettings:
     value_format: str = "json"
     stream_task_messages: int = DEFAULT_STREAM_TASK_MESSAGES
     headers: bool = True  # False: the headers column stays null (sinks that ignore headers)
+    stream_delivery: str = "events"  # rows: streamed row changes as typed Arrow rows (Delta sinks)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceSettings:
@@ -148,10 +156,11 @@ class SourceSettings:
         delivery = choice("snapshotDelivery", SNAPSHOT_DELIVERIES)
         value_format = choice("valueFormat", VALUE_FORMATS)
         headers = choice("headers", ("true", "false"), "true or false")
+        stream_delivery = choice("streamDelivery", SNAPSHOT_DELIVERIES)
         return cls(props, positive("maxRowsPerBatch", None), positive("snapshotChunkRows", 100_000) or 100_000,
                    positive("snapshotParallelism", None), idle, delivery, positive("readAheadMessages", None),
                    value_format, positive("streamTaskMessages", None) or DEFAULT_STREAM_TASK_MESSAGES,
-                   headers == "true")
+                   headers == "true", stream_delivery)
 
 
 DEFAULT_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
@@ -204,7 +213,8 @@ class WorkPartition(InputPartition):
     """What one task does: decode these work items (in order) with this decoder."""
 
     def __init__(self, decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any],
-                 typed_rows: bool = False, payload_values: bool = False, headers: bool = True) -> None:
+                 typed_rows: bool = False, payload_values: bool = False, headers: bool = True,
+                 typed_changes: bool = False) -> None:
         super().__init__(None)
         self.decoder = decoder
         self.serializer = serializer
@@ -212,6 +222,7 @@ class WorkPartition(InputPartition):
         self.typed_rows = typed_rows  # snapshotDelivery=rows
         self.payload_values = payload_values  # valueFormat=payload
         self.headers = headers  # headers=false: the column stays null
+        self.typed_changes = typed_changes  # streamDelivery=rows
 
 
 def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
@@ -227,7 +238,7 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
     schema_text = serializer.value_converter.schema_text
     sent: dict[int, Any] = {}  # id(schema) -> schema (kept alive, so the id stays unique)
     columns: list[list[Any]] = [[] for _ in range(len(schema))]
-    topic, key, value, headers, op, position, ts_ms, db, sch, tbl, rows = columns
+    topic, key, value, headers, op, position, ts_ms, db, sch, tbl, rows, row_count = columns
 
     def flush() -> pa.RecordBatch:
         batch = pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)],
@@ -236,8 +247,62 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
             c.clear()
         return batch
 
-    decode_typed = getattr(partition.decoder, "decode_typed", None) if partition.typed_rows else None
+    decoder = partition.decoder
+    decode_typed = getattr(decoder, "decode_typed", None) if partition.typed_rows else None
+    # streamDelivery=rows: the decoder takes the row changes of typed tables out of the stream
+    changes = decoder.typed_changes() if partition.typed_changes and hasattr(decoder, "typed_changes") else None
     with_headers = partition.headers
+
+    def add(positioned: PositionedRecord) -> None:
+        record = positioned.record
+        if payloads is not None and record.value_schema is not None and id(record.value_schema) not in sent:
+            sent[id(record.value_schema)] = record.value_schema
+            # the envelope with its schema whatever value.converter.schemas.enable says
+            text = ENVELOPE_START + schema_text(record.value_schema) + b',"payload":null}'
+            for column, cell in zip(columns, (record.topic, None, text, [], None, positioned.position,
+                                              None, None, None, None, None, None)):
+                column.append(cell)
+        envelope = record.value if isinstance(record.value, dict) else None
+        source = envelope.get("source") if envelope is not None else None
+        topic.append(record.topic)
+        # UTF-8 bytes and (name, bytes) pairs go to Arrow as they are: pa.array validates
+        # UTF-8 for string columns and takes tuples for structs, in C (no str/dict per record)
+        key.append(serializer.key(record))
+        value.append(serializer.value(record) if payloads is None else payloads.value(record))
+        headers.append(serializer.header_pairs(record) if with_headers else None)
+        op.append(record.op)
+        position.append(positioned.position)
+        if isinstance(source, dict):
+            ts_ms.append(source.get("ts_ms"))
+            db.append(source.get("db"))
+            sch.append(source.get("schema") or None)
+            tbl.append(source.get("table") or None)
+        else:
+            ts_ms.append(envelope.get("ts_ms") if envelope is not None else None)
+            db.append(None)
+            sch.append(None)
+            tbl.append(None)
+        rows.append(None)
+        row_count.append(None)
+
+    def add_typed(outputs: list[Any]) -> None:
+        from headwater.connectors.postgres import typed_snapshot
+
+        for out in outputs:
+            if isinstance(out, PositionedRecord):  # a run pyarrow refused, built as events
+                add(out)
+                continue
+            record, batch = out.template, out.rows
+            source = record.value.get("source") or {}
+            first = batch.slice(0, 1).to_pylist()[0]
+            for column, cell in zip(columns, (
+                    record.topic, serializer.key(record), serializer.value(record),
+                    serializer.header_pairs(record) if with_headers else None, out.op,
+                    first[typed_snapshot.POSITION], first[typed_snapshot.TS_US] // 1000, source.get("db"),
+                    source.get("schema") or None, source.get("table") or None, typed_snapshot.to_ipc(batch),
+                    batch.num_rows)):
+                column.append(cell)
+
     for item in partition.items:
         typed = decode_typed(item) if decode_typed is not None else None
         if typed is not None:
@@ -245,46 +310,22 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
                 yield flush()
             yield from _typed_record_batches(typed, serializer, schema)
             continue
-        positioned: PositionedRecord
-        for positioned in partition.decoder.decode(item):
-            record = positioned.record
-            if payloads is not None and record.value_schema is not None and id(record.value_schema) not in sent:
-                sent[id(record.value_schema)] = record.value_schema
-                # the envelope with its schema whatever value.converter.schemas.enable says
-                text = ENVELOPE_START + schema_text(record.value_schema) + b',"payload":null}'
-                for column, cell in zip(columns, (record.topic, None, text, [], None, positioned.position,
-                                                  None, None, None, None, None)):
-                    column.append(cell)
-            envelope = record.value if isinstance(record.value, dict) else None
-            source = envelope.get("source") if envelope is not None else None
-            topic.append(record.topic)
-            # UTF-8 bytes and (name, bytes) pairs go to Arrow as they are: pa.array validates
-            # UTF-8 for string columns and takes tuples for structs, in C (no str/dict per record)
-            key.append(serializer.key(record))
-            value.append(serializer.value(record) if payloads is None else payloads.value(record))
-            headers.append(serializer.header_pairs(record) if with_headers else None)
-            op.append(record.op)
-            position.append(positioned.position)
-            if isinstance(source, dict):
-                ts_ms.append(source.get("ts_ms"))
-                db.append(source.get("db"))
-                sch.append(source.get("schema") or None)
-                tbl.append(source.get("table") or None)
-            else:
-                ts_ms.append(envelope.get("ts_ms") if envelope is not None else None)
-                db.append(None)
-                sch.append(None)
-                tbl.append(None)
-            rows.append(None)
+        records = decoder.decode(item) if changes is None else decoder.decode_changes(item, changes)  # type: ignore[attr-defined]
+        for positioned in records:
+            add(positioned)
             if len(topic) >= _ARROW_ROWS:
                 yield flush()
+        if changes is not None:
+            add_typed(changes.ready())
+    if changes is not None:
+        add_typed(changes.finish())
     if topic:
         yield flush()
 
 
 def _typed_record_batches(typed: Any, serializer: Any, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """A typed snapshot chunk as records: one per up to _TYPED_ROWS rows, each carrying them as an
-    Arrow IPC stream in `snapshot_rows`, with the key and value of the table's template record (the
+    Arrow IPC stream in `typed_rows`, with the key and value of the table's template record (the
     sink learns the table's schemas from them) and the position of its first row."""
     import pyarrow as pa
 
@@ -302,10 +343,10 @@ def _typed_record_batches(typed: Any, serializer: Any, schema: pa.Schema) -> Ite
         full = typed_snapshot.with_row_columns(
             batch, prefix=typed.prefix, start=start, total=total, first_in_table=work.first_chunk,
             last_in_table=work.last_chunk, first_table=work.first_table, last_table=work.last_table, ts_us=ts_us,
-            marker=snapshot_marker)
+            marker=snapshot_marker, lsn=work.lsn, txid=work.txid)
         for column, item in zip(out, (record.topic, key, value, headers, "r", f"{typed.prefix}{start:08X}",
                                       ts_us // 1000, source.get("db"), source.get("schema") or None,
-                                      source.get("table") or None, typed_snapshot.to_ipc(full))):
+                                      source.get("table") or None, typed_snapshot.to_ipc(full), batch.num_rows)):
             column.append(item)
     if out[0]:
         yield pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(out, schema)], schema=schema)
@@ -361,7 +402,8 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return _partitions(feed.decoder(), self._serializer, items, self.settings.snapshot_parallelism,
                            typed_rows=self.settings.snapshot_delivery == "rows",
                            payload_values=self.settings.value_format == "payload",
-                           task_messages=self.settings.stream_task_messages, headers=self.settings.headers)
+                           task_messages=self.settings.stream_task_messages, headers=self.settings.headers,
+                           typed_changes=self.settings.stream_delivery == "rows")
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, WorkPartition)
@@ -382,12 +424,14 @@ def _all_snapshot(items: list[Any]) -> bool:
 
 def _partitions(decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any],
                 parallelism: int | None, typed_rows: bool = False, payload_values: bool = False,
-                task_messages: int = DEFAULT_STREAM_TASK_MESSAGES, headers: bool = True) -> list[InputPartition]:
+                task_messages: int = DEFAULT_STREAM_TASK_MESSAGES, headers: bool = True,
+                typed_changes: bool = False) -> list[InputPartition]:
     if parallelism and len(items) > parallelism and _all_snapshot(items):
         groups: list[list[Any]] = [items[i::parallelism] for i in range(parallelism)]
     else:
         groups = _runs(items, task_messages)
-    return [WorkPartition(decoder, serializer, group, typed_rows, payload_values, headers) for group in groups]
+    return [WorkPartition(decoder, serializer, group, typed_rows, payload_values, headers, typed_changes)
+            for group in groups]
 
 
 def _runs(items: list[Any], task_messages: int, task_bytes: int = STREAM_TASK_BYTES) -> list[list[Any]]:

@@ -17,6 +17,7 @@ messages are cut again at its end position, message for message.
 
 from __future__ import annotations
 
+import collections
 import copy
 import itertools
 import logging
@@ -36,12 +37,14 @@ from headwater.connectors.postgres import snapshot as snap
 from headwater.connectors.postgres.connection import connect, connect_kwargs, connection_error
 from headwater.connectors.postgres.connector import PostgresConnector
 from headwater.connectors.postgres.events import (
+    DATA_CHANGES,
     BuilderSettings,
     ChangeEventBuilder,
     Chunk,
     SnapshotRows,
     StreamPosition,
     advance_position,
+    relation_oid,
 )
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn
@@ -55,7 +58,8 @@ from headwater.connectors.postgres.snapshot_lease import (
     export_snapshot,
 )
 from headwater.connectors.postgres.source_info import PgOffset
-from headwater.connectors.postgres.streaming import WORKER_CHUNK, StreamingReader
+from headwater.connectors.postgres.streaming import StreamingReader
+from headwater.connectors.postgres.typed_changes import TypedChanges
 from headwater.engine.connector import ConnectorError
 from headwater.engine.feed import ChangeFeed, Offset, PositionedRecord, WorkDecoder, position_key
 from headwater.engine.records import SourceRecord
@@ -68,12 +72,14 @@ log = logging.getLogger(__name__)
 
 PHASE_SNAPSHOT = "snapshot"
 PHASE_STREAM = "stream"
-# change messages the driver reads ahead of Spark (source option readAheadMessages). A streaming
-# micro-batch takes what has been read ahead, so this also sizes the batches of a catch-up: each
-# one costs the Delta sink a MERGE that rewrites the files it touches (a 1M-row transaction: 3
-# batches in 167 s instead of 9 in 184 s with 131,072, bench/spark_pipeline.py). ~250 bytes of
-# driver memory a message.
-DEFAULT_READ_AHEAD_MESSAGES = 524_288
+# change messages the driver reads ahead of Spark (source option readAheadMessages), and at most
+# this many of their bytes. A streaming micro-batch takes what has been read ahead (under
+# AvailableNow it waits for the read-ahead to fill), so this also sizes the batches of a catch-up:
+# each one costs the Delta sink a MERGE or rewrite of the whole table (a 1M-row transaction in
+# one batch instead of two, bench/spark_pipeline.py). ~300 bytes of driver memory a message of a
+# narrow table; the byte bound keeps wide rows in check.
+DEFAULT_READ_AHEAD_MESSAGES = 1_048_576
+READ_AHEAD_BYTES = 256 << 20
 _SNAPSHOT_RUN = 1024        # snapshot records handed from the COPY thread to the task at a time
 
 
@@ -111,7 +117,7 @@ class StreamWork:
     @property
     def nbytes(self) -> int:
         """The messages' bytes (a task's partition carries them to the executor)."""
-        return sum(len(payload) for payload, _ in self.chunk.messages)
+        return chunk_bytes(self.chunk)
 
 
 @dataclass
@@ -169,7 +175,18 @@ class PgWorkDecoder(WorkDecoder):
             return self._snapshot(item)
         raise TypeError(f"not a PostgreSQL work item: {type(item).__name__}")
 
-    def _stream(self, chunk: Chunk) -> list[PositionedRecord]:
+    def typed_changes(self) -> TypedChanges:
+        """A task's gatherer of typed row changes (see :meth:`decode_changes`)."""
+        return TypedChanges(self.settings)
+
+    def decode_changes(self, item: Any, typed: TypedChanges) -> Iterator[PositionedRecord]:
+        """Like :meth:`decode`, but the row changes `typed` takes (tables with a typed layout) go
+        to it instead of becoming events (``typed_changes``); it hands them on converted."""
+        if isinstance(item, StreamWork):
+            return iter(self._stream(item.chunk, typed))
+        return self.decode(item)
+
+    def _stream(self, chunk: Chunk, typed: TypedChanges | None = None) -> list[PositionedRecord]:
         if self._builder is None:
             self._builder = self.settings.create_builder()
         chunk_builder = self._builder
@@ -181,7 +198,8 @@ class PgWorkDecoder(WorkDecoder):
                 out.append(PositionedRecord(current[0] + f"{current[1]:08X}", item))
                 current[1] += 1
 
-        builder = ChangeEventBuilder(self.settings, chunk_builder.registry, copy.copy(chunk.position), emit)
+        registry = chunk_builder.registry
+        builder = ChangeEventBuilder(self.settings, registry, copy.copy(chunk.position), emit)
         pos = builder.position
         for relations, messages in chunk.runs():
             chunk_builder.update_relations(relations)
@@ -193,6 +211,10 @@ class PgWorkDecoder(WorkDecoder):
                 else:
                     current[0] = position_key(lsn, 0)[:32]
                 current[1] = 0
+                if typed is not None and payload[0] in DATA_CHANGES:
+                    captured = registry.get(relation_oid(payload))
+                    if captured is not None and typed.take(captured, payload, lsn, current[0], pos):
+                        continue
                 builder.handle(payload, lsn)
         return out
 
@@ -370,14 +392,65 @@ def _copy_rows(conn: Any, captured: CapturedTable, work: SnapshotWork, on_row: A
 
 # -- the driver side --------------------------------------------------------------------------
 
+def chunk_bytes(chunk: Chunk) -> int:
+    return sum(len(payload) for payload, _ in chunk.messages)
+
+
+class _MessageQueue:
+    """A FIFO of (chunk, position after it) bounded by the messages it holds, not by the chunks:
+    the reader hands over whatever the connection had buffered, from a few messages to
+    WORKER_CHUNK, so a bound in chunks read ahead anywhere from a few thousand messages to the
+    intended amount. A chunk larger than the bound still fits into an empty queue."""
+
+    def __init__(self, messages: int, nbytes: int = READ_AHEAD_BYTES) -> None:
+        self.capacity = max(1, messages)
+        self.byte_capacity = max(1, nbytes)
+        self.messages = 0  # held now
+        self.nbytes = 0
+        self._items: collections.deque[tuple[Chunk, StreamPosition, int]] = collections.deque()
+        self._changed = threading.Condition()
+
+    def put(self, item: tuple[Chunk, StreamPosition], timeout: float) -> None:
+        """Raises queue.Full when there is no room within `timeout` seconds."""
+        size, nbytes = len(item[0].messages), chunk_bytes(item[0])
+
+        def room() -> bool:
+            return not self._items or (self.messages + size <= self.capacity
+                                       and self.nbytes + nbytes <= self.byte_capacity)
+
+        with self._changed:
+            if not self._changed.wait_for(room, timeout):
+                raise queue.Full
+            self._items.append((*item, nbytes))
+            self.messages += size
+            self.nbytes += nbytes
+            self._changed.notify_all()
+
+    def get(self, timeout: float) -> tuple[Chunk, StreamPosition]:
+        """Raises queue.Empty when nothing arrives within `timeout` seconds (0: do not wait)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: bool(self._items), timeout):
+                raise queue.Empty
+            chunk, position, nbytes = self._items.popleft()
+            self.messages -= len(chunk.messages)
+            self.nbytes -= nbytes
+            self._changed.notify_all()
+            return chunk, position
+
+    def empty(self) -> bool:
+        with self._changed:
+            return not self._items
+
+
 class _ChunkCollector:
     """Stands in for the encoding pool of the standalone runner: the reader thread hands chunks
-    here, with the position after them, into a bounded queue (waiting keeps the connection alive)."""
+    here, with the position after them, into a queue bounded in messages (waiting keeps the
+    connection alive)."""
 
     workers = 0
 
     def __init__(self, messages: int) -> None:
-        self.chunks: queue.Queue[tuple[Chunk, StreamPosition]] = queue.Queue(max(1, -(-messages // WORKER_CHUNK)))
+        self.chunks = _MessageQueue(messages)
         self.reader: StreamingReader | None = None
         self.stop = threading.Event()
         self.handed: tuple[Any, ...] | None = None  # _mark() of the position after the last chunk queued
@@ -478,9 +551,17 @@ class PgChangeFeed(ChangeFeed):
         self._ensure_streaming(start)
         if self._target_lsn is not None and offset_key(start)[0] >= self._target_lsn:
             return start
-        limit = max_records or 1_000_000
+        limit = max_records or self.read_ahead_messages
         count = sum(len(c.messages) for c, _ in self._ready)
-        deadline = time.monotonic() + (0.5 if self._target_lsn is None else 120.0)
+        volume = sum(chunk_bytes(c) for c, _ in self._ready)
+        available_now = self._target_lsn is not None
+        # AvailableNow catches up on a backlog: a batch waits until the reader has read ahead as
+        # much as it may (or everything there is), since every batch pays the sinks' fixed costs
+        # (a MERGE reads the whole table). Taking only what had arrived made the first batch a
+        # few thousand rows and the rest as large as one batch's run time let the reader get.
+        # Otherwise a batch takes what has arrived: latency first.
+        fill = min(limit, self.read_ahead_messages) if available_now else 0
+        deadline = time.monotonic() + (120.0 if available_now else 0.5)
         start_key = offset_key(start)
         while True:
             self._check_reader()
@@ -489,16 +570,20 @@ class PgChangeFeed(ChangeFeed):
             progress = offset_key(self._batch_end(start, limit)) > start_key
             if progress and count >= limit:
                 break
-            if self._target_lsn is not None and not progress and self._caught_up():
+            if available_now and not progress and self._caught_up():
                 break
+            filled = count >= fill or volume >= READ_AHEAD_BYTES
             try:
-                item = self._collector.chunks.get(timeout=0 if progress else 0.2)  # type: ignore[union-attr]
+                item = self._collector.chunks.get(timeout=0.0 if progress and filled else 0.2)  # type: ignore[union-attr]
             except queue.Empty:
-                if progress or time.monotonic() >= deadline:
+                if progress and (filled or self._caught_up()):
+                    break
+                if time.monotonic() >= deadline:
                     break
                 continue
             self._ready.append(item)
             count += len(item[0].messages)
+            volume += chunk_bytes(item[0])
         return self._batch_end(start, limit)
 
     def _batch_end(self, start: Offset, limit: int) -> Offset:

@@ -38,7 +38,13 @@ _INTEGERS = {"int2": ("int16", pa.int16()), "int4": ("int32", pa.int32()), "int8
 RESERVED_PREFIX = "__hw_"
 POSITION = "__hw_position"
 MARKER = "__hw_snapshot"
-TS_US = "__hw_ts_us"
+TS_US = "__hw_ts_us"  # the read time (snapshot rows), the commit time (streamed rows)
+LSN = "__hw_lsn"
+TXID = "__hw_txid"
+# streamed rows only (typed_changes); absent from snapshot rows
+OP = "__hw_op"
+LAST_COMMIT_LSN = "__hw_last_commit_lsn"  # source.sequence's first element (None: no commit yet)
+EVENT_MS = "__hw_event_ms"  # the envelope's ts_ms: when the row was converted
 
 
 def _plain_type(type_name: str, field: Schema) -> pa.DataType | None:
@@ -165,10 +171,11 @@ MarkerFn = Callable[[bool, bool, bool, bool], str]
 
 def with_row_columns(batch: pa.RecordBatch, *, prefix: str, start: int, total: int, first_in_table: bool,
                      last_in_table: bool, first_table: bool, last_table: bool, ts_us: int,
-                     marker: MarkerFn) -> pa.RecordBatch:
+                     marker: MarkerFn, lsn: int, txid: int) -> pa.RecordBatch:
     """Add what the events would say per row: the ordering position (``prefix`` + row number in
-    the chunk, as the event path numbers them), the ``source.snapshot`` marker and the read time.
-    Rows ``start .. start + len(batch)`` of a chunk of ``total`` rows."""
+    the chunk, as the event path numbers them), the ``source.snapshot`` marker, the read time and
+    the snapshot's LSN and transaction id. Rows ``start .. start + len(batch)`` of a chunk of
+    ``total`` rows."""
     n = batch.num_rows
     positions = pa.array([f"{prefix}{i:08X}" for i in range(start, start + n)], pa.string())
     markers = ["true"] * n
@@ -177,8 +184,9 @@ def with_row_columns(batch: pa.RecordBatch, *, prefix: str, start: int, total: i
             markers[0] = marker(first_in_table, total == 1 and last_in_table, first_table, last_table)
         if start + n == total and total > 1:
             markers[-1] = marker(False, last_in_table, first_table, last_table)
-    arrays = [*batch.columns, positions, pa.array(markers, pa.string()), pa.array([ts_us] * n, pa.int64())]
-    names = [*batch.schema.names, POSITION, MARKER, TS_US]
+    arrays = [*batch.columns, positions, pa.array(markers, pa.string()), pa.array([ts_us] * n, pa.int64()),
+              pa.array([lsn] * n, pa.int64()), pa.array([txid] * n, pa.int64())]
+    names = [*batch.schema.names, POSITION, MARKER, TS_US, LSN, TXID]
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 

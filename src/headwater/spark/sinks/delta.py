@@ -18,13 +18,12 @@ Decoding: the value's Connect schema (``value.converter.schemas.enable=true`` is
 the columns; it is read once per distinct schema per batch, then every record is parsed with
 ``from_json`` and converted with SQL expressions (see :mod:`headwater.spark.sinks.connect_types`).
 
-Typed snapshot rows (source option ``snapshotDelivery=rows``): records whose ``snapshot_rows``
-holds a snapshot chunk's rows as Arrow IPC are decoded in the executors (``mapInArrow``) straight
-into the table's column types and given the fields the change log keeps; the current state is
-appended to a new table, or merged by position (a replayed snapshot), without the reduction per
-key. Their change-log and current-state writes carry transaction ids of their own
-(``…:changelog:rows``, ``…:merge:rows``), so a batch with typed rows and events of one topic
-stays idempotent for both.
+Typed rows (source options ``snapshotDelivery=rows`` and ``streamDelivery=rows``): records whose
+``typed_rows`` holds snapshot rows or streamed row changes as Arrow IPC are decoded in the
+executors (``mapInArrow``) straight into the table's column types and given the fields the
+events would carry. Their change-log appends carry a transaction id of their own
+(``…:changelog:rows``), so a batch with typed rows and events of one topic stays idempotent; for
+the current state both are converted to the stored types and reduced together.
 
 Current state, per batch and topic:
 
@@ -96,7 +95,8 @@ DATA_OPS = ("c", "u", "d", "r", "t")
 # what a value with its Connect schema starts with; values of the source's valueFormat=payload do
 # not, and their schemas come in schema records (no op, no key, value {"schema": …, "payload": null})
 ENVELOPE_PREFIX = ENVELOPE_START.decode()
-TYPED_ROWS = "snapshot_rows"  # the source column of typed snapshot rows (Arrow IPC)
+TYPED_ROWS = "typed_rows"  # the source column of typed rows (Arrow IPC): snapshot rows, streamed row changes
+TYPED_COUNT = "typed_row_count"  # how many rows such a record carries
 POSITION = "__headwater_position"
 OP = "__headwater_op"
 TS_MS = "__headwater_ts_ms"
@@ -110,7 +110,7 @@ DEFAULT_PARALLELISM = 4
 # a batch whose events may touch at least this share of a current-state table's rows rewrites the
 # table in one pass instead of MERGE's two (find the touched files, then rewrite them): on 2 cores a
 # MERGE of 500k changes into 1M rows took 7.8 s, the rewrite 4.7 s; a MERGE of 2,048 took 5 s
-DEFAULT_REWRITE_FRACTION = 0.25
+DEFAULT_REWRITE_FRACTION = 0.1
 # characters Delta accepts in column names only with column mapping
 _SPECIAL = re.compile(r"[ ,;{}()\n\t=]")
 # a committed version: a commit, a checkpoint (classic, multi-part, v2) or a compacted log file
@@ -125,13 +125,24 @@ class _Summary:
     topic: str
     schemas: list[ct.Schema] = field(default_factory=list)  # envelope schemas, oldest first
     last_truncate: str | None = None
-    events: int = 0  # c/u/d/r
+    events: int = 0  # c/u/d/r (rows: a typed record counts as the rows it carries)
     updates: int = 0  # u: only updates carry unchanged-TOAST placeholders
     creates: int = 0  # c: the events that (usually) touch no stored row
+    reads: int = 0  # r: snapshot rows, one per key
     placeholders: int = 0  # u whose value may hold an unchanged-TOAST placeholder (0: none can)
     keyed: bool = False  # some c/u/d/r record has a key
-    typed: int = 0  # records carrying typed snapshot rows (source option snapshotDelivery=rows)
+    records: int = 0  # every record of the topic (typed ones included)
+    typed: int = 0  # records carrying typed rows (source options snapshotDelivery/streamDelivery=rows)
     bare: int = 0  # values without their schema (source option valueFormat=payload)
+
+
+@dataclass
+class _Part:
+    """Events of one topic in one form, parsed: columns position, op, ts_ms, k, v."""
+
+    parsed: Any
+    fmt: str  # how values are encoded (ct.NATIVE: already of their stored types)
+    tag: str  # the suffix of its writes' transaction ids
 
 
 @dataclass
@@ -282,7 +293,13 @@ class DeltaSink:
 
         op, value, key = F.col("op"), F.col("value"), F.col("key")
         keyed_event = key.isNotNull() & (op != "t")
-        typed_records = (F.count(F.col(TYPED_ROWS)) if TYPED_ROWS in data.columns else F.lit(0)).alias("typed")
+        has_typed = TYPED_ROWS in data.columns
+        typed_records = (F.count(F.col(TYPED_ROWS)) if has_typed else F.lit(0)).alias("typed")
+        untyped = F.col(TYPED_ROWS).isNull() if has_typed else F.lit(True)
+        weight = F.coalesce(F.col(TYPED_COUNT), F.lit(1)) if has_typed else F.lit(1)  # rows a record stands for
+
+        def count_rows(condition: Any, name: str) -> Any:
+            return F.coalesce(F.sum(F.when(condition, weight)), F.lit(0)).alias(name)
         bare = ~value.startswith(ENVELOPE_PREFIX)
         schemas_read = False
         schema_topics: set[str] = set()  # topics with schema records in this batch
@@ -290,11 +307,11 @@ class DeltaSink:
             value_known = self._known_expr(self._value_forms, value) | bare
             key_known = self._known_expr(self._key_forms, key)
             rows = (data.groupBy("topic")
-                    .agg(F.count(F.when(op != "t", F.lit(1))).alias("events"),
-                         F.count(F.when(op == "u", F.lit(1))).alias("updates"),
-                         F.count(F.when(op == "c", F.lit(1))).alias("creates"),
-                         F.count(F.when((op == "u") & self._may_hold_placeholder(value), F.lit(1)))
+                    .agg(count_rows(op != "t", "events"), count_rows(op == "u", "updates"),
+                         count_rows(op == "c", "creates"), count_rows(op == "r", "reads"),
+                         F.count(F.when((op == "u") & untyped & self._may_hold_placeholder(value), F.lit(1)))
                          .alias("placeholders"),
+                         F.count(F.lit(1)).alias("records"),
                          F.count(F.when(op == "t", F.lit(1))).alias("truncates"),
                          F.count(F.when(keyed_event, F.lit(1))).alias("keyed"),
                          F.count(F.when(~value_known, F.lit(1))).alias("unknown_values"),
@@ -331,9 +348,8 @@ class DeltaSink:
             topic = r["topic"]
             summaries[topic] = _Summary(topic, [schema for _, schema in self._value_forms.get(topic, [])],
                                         events=r["events"], updates=r["updates"], creates=r["creates"],
-                                        placeholders=r["placeholders"],
-                                        keyed=r["keyed"] > 0,
-                                        typed=r["typed"], bare=r["bare"])
+                                        reads=r["reads"], placeholders=r["placeholders"], keyed=r["keyed"] > 0,
+                                        records=r["records"], typed=r["typed"], bare=r["bare"])
         if any(r["truncates"] for r in rows):
             for r in data.filter(op == "t").groupBy("topic").agg(F.max("position").alias("last")).collect():
                 summaries[r["topic"]].last_truncate = r["last"]
@@ -425,19 +441,44 @@ class DeltaSink:
     def _write_topic(self, session: Any, events: Any, summary: _Summary, batch_id: int, app: str) -> None:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
-        from pyspark.sql.types import LongType, StructField, StructType
 
         table_path = self.table_path(summary.topic)
         table = self._table(session, table_path) if self.current else None
         topic = self._topic(summary, table)
+        # the batch's events in the two forms they arrive in, each parsed into (position, op, ts_ms,
+        # k, v): typed rows (Arrow IPC, already of the table's types) and JSON events
+        parts: list[_Part] = []
         if summary.typed:
-            typed = events.filter(F.col(TYPED_ROWS).isNotNull())
             with self._timed("typed"):
-                table = self._write_typed_rows(session, typed, topic, summary, table, table_path, batch_id, app)
-            if summary.events == summary.typed:
-                return
+                parts.append(_Part(self._typed_events(events.filter(F.col(TYPED_ROWS).isNotNull()), topic),
+                                   ct.NATIVE, ":rows"))
             events = events.filter(F.col(TYPED_ROWS).isNull())
-            summary = dataclasses.replace(summary, events=summary.events - summary.typed, typed=0)
+        if summary.records > summary.typed:
+            parts.append(_Part(self._json_events(events, topic, summary), self.decimal_format, ""))
+        # keyless topics go to the change log only; a batch of only truncates has no key to see
+        current = self.current and (bool(topic.key_fields) or table is not None)
+        both = self.changelog and current and bool(topic.key_fields)
+        if both:  # parsed once, read by both writes
+            parts = [dataclasses.replace(p, parsed=p.parsed.persist(StorageLevel.MEMORY_AND_DISK)) for p in parts]
+        try:
+            if self.changelog:
+                with self._timed("changelog"):
+                    for part in parts:
+                        self._append_changelog(session, part.parsed, topic, summary, batch_id, app, fmt=part.fmt,
+                                               tag="changelog" + part.tag)
+            if current:
+                with self._timed("current"):
+                    self._apply_current(session, parts, topic, summary, table, table_path, batch_id, app)
+        finally:
+            if both:
+                for part in parts:
+                    part.parsed.unpersist()
+
+    def _json_events(self, events: Any, topic: _Topic, summary: _Summary) -> Any:
+        """JSON records parsed with their Connect schemas (values of :func:`ct.json_type`)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import LongType, StructField, StructType
+
         fmt = self.decimal_format
         row_type = ct.json_type(topic.row, fmt)
         payload = [StructField("before", row_type), StructField("after", row_type), StructField("ts_ms", LongType())]
@@ -458,32 +499,18 @@ class DeltaSink:
             value.alias("v"))
         if topic.key_fields and topic.key_wrapped:
             parsed = parsed.withColumn("k", F.col("k")["payload"])
-        # keyless topics go to the change log only; a batch of only truncates has no key to see
-        current = self.current and (bool(topic.key_fields) or table is not None)
-        both = self.changelog and current and bool(topic.key_fields)
-        if both:  # parsed once, read by both writes
-            parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            if self.changelog:
-                with self._timed("changelog"):
-                    self._append_changelog(session, parsed, topic, summary, batch_id, app)
-            if current:
-                with self._timed("current"):
-                    self._apply_current(session, parsed, topic, summary, table, table_path, batch_id, app)
-        finally:
-            if both:
-                parsed.unpersist()
+        return parsed
 
-    # -- typed snapshot rows -------------------------------------------------------------------
+    # -- typed rows ----------------------------------------------------------------------------
 
-    def _write_typed_rows(self, session: Any, records: Any, topic: _Topic, summary: _Summary, table: _Table | None,
-                          path: str, batch_id: int, app: str) -> _Table | None:
-        """Snapshot rows that arrive typed (Arrow IPC in ``snapshot_rows``, see
-        ``headwater.connectors.postgres.typed_snapshot``): decoded in the executors into the
-        table's column types, given the event fields the change log keeps (position, op ``r``,
-        ``source`` from the table's template record plus each row's ``snapshot`` marker and read
-        time), then written as the events would be. Keys are unique in a snapshot: the current
-        state is appended to a new table, else merged without reducing per key."""
+    def _typed_events(self, records: Any, topic: _Topic) -> Any:
+        """Typed rows (Arrow IPC in ``typed_rows``: snapshot chunks, see
+        ``headwater.connectors.postgres.typed_snapshot``, and streamed row changes, see
+        ``typed_changes``), decoded in the executors into the table's column types and given the
+        event fields the events would carry: position and op, ``before``/``after`` (a delete's row
+        is its before), ``source`` from the table's template record plus each row's snapshot
+        marker, times, LSN, transaction id and sequence. Parsed like the JSON events, with values
+        already of their stored types."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -491,45 +518,48 @@ class DeltaSink:
 
         fmt = self.decimal_format
         fields = list(topic.row["fields"])
+        extra = [(ts.POSITION, StringType()), (ts.MARKER, StringType()), (ts.TS_US, LongType()),
+                 (ts.LSN, LongType()), (ts.TXID, LongType()), (ts.OP, StringType()),
+                 (ts.LAST_COMMIT_LSN, LongType()), (ts.EVENT_MS, LongType())]
         flat = StructType([StructField(f["field"], ct.spark_type(f, fmt), True) for f in fields]
-                          + [StructField(ts.POSITION, StringType(), True), StructField(ts.MARKER, StringType(), True),
-                             StructField(ts.TS_US, LongType(), True)])
+                          + [StructField(name, kind, True) for name, kind in extra])
         rows = records.select(TYPED_ROWS).mapInArrow(_IpcDecoder(flat), flat)
         template = records.select("value").first()
         envelope = json.loads(template["value"])["payload"] if template is not None else {}
-        ts_us = F.col(quote(ts.TS_US))
+        constant = envelope.get("source") or {}
+
+        def col(name: str) -> Any:
+            return F.col(quote(name))
+
+        ts_us, lsn, last = col(ts.TS_US), col(ts.LSN), col(ts.LAST_COMMIT_LSN)
+        op = F.coalesce(col(ts.OP), F.lit("r"))
+        sequence = F.concat(F.lit("["), F.coalesce(F.concat(F.lit('"'), last.cast("string"), F.lit('"')),
+                                                   F.lit("null")),
+                            F.lit(","), F.coalesce(F.concat(F.lit('"'), lsn.cast("string"), F.lit('"')), F.lit("null")),
+                            F.lit("]"))
+        per_row = {"snapshot": F.coalesce(col(ts.MARKER), F.lit(constant.get("snapshot"))),
+                   "ts_ms": F.floor(ts_us / 1000), "ts_us": ts_us, "ts_ns": ts_us * 1000, "lsn": lsn,
+                   "txId": col(ts.TXID), "sequence": sequence}
 
         def source_column(f: ct.Schema) -> Any:
             name = f["field"]
-            if name == "snapshot":
-                value = F.col(quote(ts.MARKER))
-            elif name in ("ts_ms", "ts_us", "ts_ns"):
-                value = {"ts_ms": F.floor(ts_us / 1000), "ts_us": ts_us, "ts_ns": ts_us * 1000}[name]
-            else:
-                value = F.lit((envelope.get("source") or {}).get(name))
+            value = per_row[name] if name in per_row else F.lit(constant.get(name))
             return value.cast(ct.json_type(f, fmt)).alias(name)
 
         row_type = StructType([StructField(f["field"], ct.spark_type(f, fmt), True) for f in fields])
-        payload = [F.lit(None).cast(row_type).alias("before"),
-                   F.struct(*[F.col(quote(f["field"])) for f in fields]).alias("after"),
-                   F.floor(ts_us / 1000).cast("BIGINT").alias("ts_ms")]
+        row = F.struct(*[col(f["field"]) for f in fields])
+        deleted = op == "d"
+        payload = [F.when(deleted, row).otherwise(F.lit(None).cast(row_type)).alias("before"),
+                   F.when(deleted, F.lit(None).cast(row_type)).otherwise(row).alias("after"),
+                   F.coalesce(col(ts.EVENT_MS), F.floor(ts_us / 1000)).cast("BIGINT").alias("ts_ms")]
         if topic.source is not None:
             payload.append(F.struct(*[source_column(f) for f in topic.source["fields"]]).alias("source"))
         if topic.transaction is not None:
             payload.append(F.lit(None).cast(ct.json_type(topic.transaction, fmt)).alias("transaction"))
-        key = (F.struct(*[F.col(quote(f["field"])) for f in topic.key_fields]).alias("k") if topic.key_fields
+        key = (F.struct(*[col(f["field"]) for f in topic.key_fields]).alias("k") if topic.key_fields
                else F.lit(None).alias("k"))
-        parsed = rows.select(F.col(quote(ts.POSITION)).alias("position"), F.lit("r").alias("op"),
-                             F.floor(ts_us / 1000).cast("BIGINT").alias("ts_ms"), key,
-                             F.struct(*payload).alias("v"))
-        typed = _Summary(summary.topic, summary.schemas, events=summary.typed, keyed=summary.keyed)
-        if self.changelog:
-            self._append_changelog(session, parsed, topic, typed, batch_id, app, fmt=ct.NATIVE,
-                                   tag="changelog:rows")
-        if self.current and topic.key_fields:
-            table = self._apply_current(session, parsed, topic, typed, table, path, batch_id, app, fmt=ct.NATIVE,
-                                        tag="merge:rows", unique_keys=True)
-        return table
+        return rows.select(col(ts.POSITION).alias("position"), op.alias("op"),
+                           F.floor(ts_us / 1000).cast("BIGINT").alias("ts_ms"), key, F.struct(*payload).alias("v"))
 
     # -- change log ----------------------------------------------------------------------------
 
@@ -630,9 +660,8 @@ class DeltaSink:
             table.empty = empty
         return table
 
-    def _apply_current(self, session: Any, parsed: Any, topic: _Topic, summary: _Summary, table: _Table | None,
-                       path: str, batch_id: int, app: str, fmt: str | None = None, tag: str = "merge",
-                       unique_keys: bool = False) -> _Table | None:
+    def _apply_current(self, session: Any, parts: list[_Part], topic: _Topic, summary: _Summary,
+                       table: _Table | None, path: str, batch_id: int, app: str) -> _Table | None:
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
@@ -640,15 +669,12 @@ class DeltaSink:
             DeltaTable.forPath(session, path).delete(F.col(POSITION) < F.lit(summary.last_truncate))
         if summary.events == 0 or not topic.key_fields:
             return table
-        events = parsed.filter(F.col("op") != "t")
-        if summary.last_truncate is not None:
-            events = events.filter(F.col("position") > F.lit(summary.last_truncate))
         with self._timed("current.table"):
             table = self._ensure_table(session, path, topic, table, summary.topic)
-        source, columns, toast = self._merge_source(events, topic, summary, fmt or self.decimal_format, unique_keys)
+        source, columns, toast = self._merge_source(parts, topic, summary)
         values = {quote(f["field"]): f"s.__hw_c{i}" for i, f in enumerate(columns)}
         values.update({quote(POSITION): "s.__hw_position", quote(OP): "s.__hw_op", quote(TS_MS): "s.__hw_ts_ms"})
-        merge_app = f"{app}:{tag}"
+        merge_app = f"{app}:merge"
         with self._timed("current.write"):
             if table.empty:
                 # a table this sink just created: nothing to merge with, append the upserts
@@ -727,45 +753,64 @@ class DeltaSink:
         rows = joined.filter(~(applies & (F.col("__hw_op") == "d"))).select(*out)
         rows.write.format("delta").mode("overwrite").save(path)
 
-    def _merge_source(self, events: Any, topic: _Topic, summary: _Summary, fmt: str,
-                      unique_keys: bool = False) -> tuple[Any, list[ct.Schema], dict[int, str]]:
+    def _merge_source(self, parts: list[_Part], topic: _Topic,
+                      summary: _Summary) -> tuple[Any, list[ct.Schema], dict[int, str]]:
         """The latest event per key, converted: __hw_key_<i>, __hw_position/op/ts_ms, __hw_c<i> per
-        column and, for columns that may hold a TOAST placeholder, __hw_keep_<i> (keep the stored value).
-        `unique_keys`: every key occurs once (a snapshot), so there is nothing to reduce."""
+        column and, for columns that may hold a TOAST placeholder, __hw_keep_<i> (keep the stored
+        value). The parts (typed rows, JSON events) are converted to the stored types first and
+        reduced together, so the order between them is the positions' alone. A batch of snapshot
+        reads has every key once: there is nothing to reduce."""
         from pyspark.sql import functions as F
 
         columns = list(topic.row["fields"])
+        stored = self.decimal_format
         toast: dict[int, str] = {}
-        if summary.updates and summary.placeholders:
+        if summary.updates and summary.placeholders:  # only JSON events carry placeholders
             for i, f in enumerate(columns):
                 check = ct.placeholder_sql(f"v.after.{quote(f['field'])}", f, self.placeholder)
                 if check is not None:
                     toast[i] = check
-        keys = [F.expr(f"k.{quote(f['field'])}").alias(f"__hw_key_{i}") for i, f in enumerate(topic.key_fields)]
-        if unique_keys and not toast:
-            selected = [*keys, F.col("position").alias("__hw_position"), F.col("op").alias("__hw_op"),
-                        F.col("ts_ms").alias("__hw_ts_ms")]
-            selected += [F.expr(ct.convert_sql(f"v.after.{quote(f['field'])}", f, fmt)).alias(f"__hw_c{i}")
+        frames = []
+        for part in parts:
+            events = part.parsed.filter(F.col("op") != "t")
+            if summary.last_truncate is not None:
+                events = events.filter(F.col("position") > F.lit(summary.last_truncate))
+
+            def converted(expr: str, f: ct.Schema, fmt: str = part.fmt) -> Any:
+                return F.expr(ct.convert_sql(expr, f, fmt)).cast(ct.spark_type(f, stored))
+
+            selected = [converted(f"k.{quote(f['field'])}", f).alias(f"__hw_key_{i}")
+                        for i, f in enumerate(topic.key_fields)]
+            selected += [F.col("position").alias("__hw_position"), F.col("op").alias("__hw_op"),
+                         F.col("ts_ms").alias("__hw_ts_ms")]
+            selected += [converted(f"v.after.{quote(f['field'])}", f).alias(f"__hw_c{i}")
                          for i, f in enumerate(columns)]
-            return events.select(*selected), columns, toast
-        aggs = [F.max_by(F.struct("position", "op", "ts_ms", F.col("v.after").alias("after")),
-                         F.col("position")).alias("e")]
-        for i, check in toast.items():
+            for i, check in toast.items():
+                flag = F.lit(False) if part.fmt == ct.NATIVE else F.expr(f"coalesce({check}, false)")
+                selected.append(flag.alias(f"__hw_placeholder_{i}"))
+            frames.append(events.select(*selected))
+        rows = frames[0]
+        for frame in frames[1:]:
+            rows = rows.unionByName(frame)
+        keys = [F.col(f"__hw_key_{i}") for i in range(len(topic.key_fields))]
+        values = [F.col(f"__hw_c{i}") for i in range(len(columns))]
+        if summary.reads == summary.events and not toast:
+            return rows.select(*keys, "__hw_position", "__hw_op", "__hw_ts_ms", *values), columns, toast
+        aggs = [F.max_by(F.struct("__hw_position", "__hw_op", "__hw_ts_ms", *values),
+                         F.col("__hw_position")).alias("e")]
+        for i in toast:
             # the newest value of the batch that is not the placeholder (a struct: NULL stays a value)
-            name = quote(columns[i]["field"])
-            aggs.append(F.expr(f"max_by(named_struct('v', v.after.{name}), "
-                               f"CASE WHEN op <> 'd' AND NOT coalesce({check}, false) THEN position END)")
-                        .alias(f"__hw_toast_{i}"))
-        latest = events.groupBy(*keys).agg(*aggs)
-        selected = [F.col(f"__hw_key_{i}") for i in range(len(keys))]
-        selected += [F.col("e.position").alias("__hw_position"), F.col("e.op").alias("__hw_op"),
-                     F.col("e.ts_ms").alias("__hw_ts_ms")]
-        for i, f in enumerate(columns):
+            aggs.append(F.expr(f"max_by(named_struct('v', __hw_c{i}), CASE WHEN __hw_op <> 'd' AND NOT "
+                               f"__hw_placeholder_{i} THEN __hw_position END)").alias(f"__hw_toast_{i}"))
+        latest = rows.groupBy(*keys).agg(*aggs)
+        selected = [*keys, F.col("e.__hw_position").alias("__hw_position"), F.col("e.__hw_op").alias("__hw_op"),
+                    F.col("e.__hw_ts_ms").alias("__hw_ts_ms")]
+        for i in range(len(columns)):
             if i in toast:
-                selected.append(F.expr(ct.convert_sql(f"__hw_toast_{i}.v", f, fmt)).alias(f"__hw_c{i}"))
+                selected.append(F.col(f"__hw_toast_{i}.v").alias(f"__hw_c{i}"))
                 selected.append(F.expr(f"__hw_toast_{i} IS NULL").alias(f"__hw_keep_{i}"))
             else:
-                selected.append(F.expr(ct.convert_sql(f"e.after.{quote(f['field'])}", f, fmt)).alias(f"__hw_c{i}"))
+                selected.append(F.col(f"e.__hw_c{i}").alias(f"__hw_c{i}"))
         return latest.select(*selected), columns, toast
 
     # -- catalog ---------------------------------------------------------------------------------

@@ -1,0 +1,242 @@
+"""Streamed row changes as typed Arrow columns, for sinks that store rows rather than events.
+
+The streaming counterpart of :mod:`typed_snapshot`. A lake sink turns each change event back into
+a row: Python builds the event (row dict, envelope, source block), the JSON converter writes it,
+and the sink parses it again — most of a streamed row's cost. For a table with a typed layout
+(every value column has an exact typed form, see :func:`typed_snapshot.typed_layout`), inserts,
+plain updates and deletes skip all of that: the text values pgoutput sent are gathered per column
+and cast by pyarrow into the types the sink stores, with what the events would say per row (op,
+ordering position, commit time, LSN, transaction id, the previous commit's LSN for
+``source.sequence``).
+
+Only what an event would carry exactly goes this way. These stay events, built by the usual
+path: an update with an old tuple (a primary-key change becomes a delete and a create;
+``REPLICA IDENTITY FULL`` gives a ``before``), a row with an unchanged-TOAST value (the sink
+keeps the stored value for it), every change while ``xmin.fetch.interval.ms`` puts the slot's
+xmin in the source block, and every change of a run whose values pyarrow does not accept
+(``NaN``, ``infinity``, BC dates): that run is built as events, row by row, with the failure
+handling of the event path. Truncates, transaction boundaries, logical decoding messages and
+heartbeats are events as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from headwater.connectors.postgres import pgoutput as pg
+from headwater.connectors.postgres.events import BuilderSettings, StreamPosition, event_failed
+from headwater.connectors.postgres.schemas import CapturedTable
+from headwater.connectors.postgres.source_info import source_block
+from headwater.connectors.postgres.typed_snapshot import (
+    EVENT_MS,
+    LAST_COMMIT_LSN,
+    LSN,
+    OP,
+    POSITION,
+    TS_US,
+    TXID,
+    TypedLayout,
+    typed_layout,
+)
+from headwater.engine.feed import PositionedRecord
+from headwater.engine.records import SourceRecord
+from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE
+
+log = logging.getLogger(__name__)
+
+# rows of one table and op gathered before they are converted and handed on
+DEFAULT_BATCH_ROWS = 65_536
+
+
+@dataclass
+class TypedRun:
+    """Gathered rows of one table version and one op, in arrival order."""
+
+    captured: CapturedTable
+    layout: TypedLayout
+    op: str
+    raws: list[list[Any]] = field(default_factory=list)  # the tuples as pgoutput sent them
+    positions: list[str] = field(default_factory=list)
+    lsns: list[int] = field(default_factory=list)
+    txids: list[int | None] = field(default_factory=list)
+    commit_ts_us: list[int] = field(default_factory=list)
+    last_commits: list[int | None] = field(default_factory=list)
+
+    def add(self, raw: list[Any], position: str, lsn: int, xid: int | None, commit_ts_us: int,
+            last_commit_lsn: int | None) -> None:
+        self.raws.append(raw)
+        self.positions.append(position)
+        self.lsns.append(lsn)
+        self.txids.append(xid)
+        self.commit_ts_us.append(commit_ts_us)
+        self.last_commits.append(last_commit_lsn)
+
+    def __len__(self) -> int:
+        return len(self.raws)
+
+    def to_batch(self) -> pa.RecordBatch:
+        """The rows as typed columns plus the per-row event columns; raises pyarrow.ArrowInvalid
+        (or ArrowNotImplementedError) for a value without an exact typed form."""
+        raws = self.raws
+        arrays: list[pa.Array] = []
+        names: list[str] = []
+        for name, index, arrow in self.layout.fields:
+            arrays.append(_typed(pa.array([raw[index] for raw in raws], pa.string()), arrow))
+            names.append(name)
+        n = len(raws)
+        arrays += [pa.array(self.positions, pa.string()), pa.array(self.commit_ts_us, pa.int64()),
+                   pa.array([self.op] * n, pa.string()), pa.array(self.lsns, pa.int64()),
+                   pa.array(self.txids, pa.int64()), pa.array(self.last_commits, pa.int64()),
+                   pa.array([time.time_ns() // 1_000_000] * n, pa.int64())]
+        names += [POSITION, TS_US, OP, LSN, TXID, LAST_COMMIT_LSN, EVENT_MS]
+        return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+_BOOLEAN_TEXT = pa.array(["t", "f"])
+
+
+def _typed(text: pa.Array, arrow: pa.DataType) -> pa.Array:
+    """pgoutput's text output (ISO dates in UTC: the replication session's settings) as `arrow`."""
+    if pa.types.is_string(arrow):
+        return text
+    if pa.types.is_boolean(arrow):
+        if (pc.sum(pc.is_in(text, _BOOLEAN_TEXT)).as_py() or 0) != len(text) - text.null_count:
+            raise pa.ArrowInvalid("a boolean that is neither 't' nor 'f'")
+        return pc.equal(text, "t")
+    return text.cast(arrow)
+
+
+@dataclass
+class TypedChange:
+    """Converted rows of one table and op, with the table's template record: the record of a NULL
+    row (its key and value carry the schemas the sink learns the table from, its source block the
+    constant fields)."""
+
+    template: SourceRecord
+    op: str
+    rows: pa.RecordBatch
+
+
+class TypedChanges:
+    """Executor side, one per task: takes the row changes of tables with a typed layout out of the
+    message stream (:meth:`take`) and hands them on converted (:meth:`ready`, :meth:`finish`).
+    A run pyarrow refuses comes back as events instead, as :class:`PositionedRecord` s."""
+
+    def __init__(self, settings: BuilderSettings, batch_rows: int = DEFAULT_BATCH_ROWS) -> None:
+        self.settings = settings
+        self.batch_rows = batch_rows
+        self._layouts: dict[int, tuple[CapturedTable, TypedLayout | None, SourceRecord | None]] = {}
+        self._runs: dict[tuple[int, str], TypedRun] = {}
+        self._full: list[TypedRun] = []
+
+    def take(self, captured: CapturedTable, payload: bytes, lsn: int, position: str, pos: StreamPosition) -> bool:
+        """Gather this I/U/D message of `captured` as a typed row (True), or leave it to the event
+        path (False: nothing was changed, `pos` included). `position` is the message's record
+        position prefix."""
+        layout, _ = self._layout(captured)
+        if layout is None or pos.xmin is not None:
+            return False
+        msg = pg.decode(payload)
+        kind = type(msg)
+        if kind is pg.Insert:
+            op, raw = OP_CREATE, msg.new
+        elif kind is pg.Update:
+            if msg.old is not None:  # a key change or REPLICA IDENTITY FULL: the event has a before
+                return False
+            op, raw = OP_UPDATE, msg.new
+        else:
+            op, raw = OP_DELETE, msg.old
+        if raw is None or any(v is pg.UNCHANGED_TOAST for v in raw):
+            return False
+        if not pos.data() or op in self.settings.skipped_operations:
+            return True  # delivered before a restart, or skipped.operations
+        key = (id(captured), op)
+        run = self._runs.get(key)
+        if run is None:
+            run = self._runs[key] = TypedRun(captured, layout, op)
+        run.add(raw, position + "00000000", lsn, pos.xid, pos.commit_ts_us, pos.last_commit_lsn)
+        if len(run) >= self.batch_rows:
+            self._full.append(self._runs.pop(key))
+        return True
+
+    def ready(self) -> list[TypedChange | PositionedRecord]:
+        """The runs that are full, converted."""
+        full, self._full = self._full, []
+        return [out for run in full for out in self._convert(run)]
+
+    def finish(self) -> list[TypedChange | PositionedRecord]:
+        """Everything gathered, converted."""
+        self._full.extend(self._runs.values())
+        self._runs.clear()
+        return self.ready()
+
+    def _layout(self, captured: CapturedTable) -> tuple[TypedLayout | None, SourceRecord | None]:
+        entry = self._layouts.get(id(captured))
+        if entry is None or entry[0] is not captured:
+            layout = typed_layout(captured)
+            template = self._template(captured) if layout is not None else None
+            entry = (captured, layout if template is not None else None, template)
+            self._layouts[id(captured)] = entry  # the entry keeps `captured`, so its id stays unique
+        return entry[1], entry[2]
+
+    def _template(self, captured: CapturedTable) -> SourceRecord | None:
+        s = self.settings
+        templates: list[SourceRecord] = []
+        table_id = captured.table.id
+        source = source_block(s.server, s.dbname, ts_us=0, snapshot="false", schema=table_id.schema or "",
+                              table=table_id.table, tx_id=None, lsn=None, last_commit_lsn=None)
+        dispatcher = s.dispatcher(lambda r: templates.append(r) if isinstance(r, SourceRecord) else None,
+                                  lambda: {})
+        try:
+            row = captured.schema.row([None] * len(captured.raw_columns))
+        except Exception:  # a table whose NULL row the converters refuse goes as events
+            return None
+        dispatcher.dispatch_change(captured.schema, captured.topic, OP_READ, None, row, source,
+                                   collection=captured.collection)
+        return templates[0] if len(templates) == 1 else None
+
+    def _convert(self, run: TypedRun) -> Iterator[TypedChange | PositionedRecord]:
+        _, template = self._layout(run.captured)
+        assert template is not None
+        try:
+            rows = run.to_batch()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            log.info("table %s: a streamed value has no exact typed form (%s); %d change(s) are built as events",
+                     run.captured.collection, str(exc).splitlines()[0][:200], len(run))
+            yield from self._events(run)
+            return
+        yield TypedChange(template, run.op, rows)
+
+    def _events(self, run: TypedRun) -> Iterator[PositionedRecord]:
+        """The run's rows as the events the event path builds (the same positions, source blocks
+        and failure handling)."""
+        s, captured = self.settings, run.captured
+        table_id = captured.table.id
+        out: list[SourceRecord] = []
+        dispatcher = s.dispatcher(lambda r: out.append(r) if isinstance(r, SourceRecord) else None, lambda: {})
+        for i, raw in enumerate(run.raws):
+            lsn, xid = run.lsns[i], run.txids[i]
+            source = source_block(s.server, s.dbname, ts_us=run.commit_ts_us[i], snapshot="false",
+                                  schema=table_id.schema or "", table=table_id.table, tx_id=xid, lsn=lsn,
+                                  last_commit_lsn=run.last_commits[i])
+            try:
+                row = captured.schema.row(raw)
+            except Exception as exc:  # event.processing.failure.handling.mode, as in the event path
+                event_failed(s.failure_mode, captured, exc, [raw],
+                             f"at LSN {pg.format_lsn(lsn)} (transaction {xid})")
+                continue
+            before, after = (row, None) if run.op == OP_DELETE else (None, row)
+            dispatcher.dispatch_change(captured.schema, captured.topic, run.op, before, after, source,
+                                       collection=captured.collection, tx_id=f"{xid}:{lsn}",
+                                       tx_ts_ms=run.commit_ts_us[i] // 1000)
+            prefix = run.positions[i][:-8]
+            for n, record in enumerate(out):
+                yield PositionedRecord(f"{prefix}{n:08X}", record)
+            out.clear()
