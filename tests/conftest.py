@@ -41,6 +41,7 @@ SLOW_FILES: dict[str, float] = {
     "spark/test_cluster.py": 470,
     "spark/test_delta_sink.py": 370,
     "spark/test_typed_snapshot.py": 230,
+    "spark/test_typed_changes.py": 200,
     "spark/test_kafka.py": 170,
     "conformance/test_extra_scenarios.py": 135,
     "spark/test_pipeline_demo.py": 125,

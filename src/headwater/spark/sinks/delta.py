@@ -33,7 +33,7 @@ Current state, per batch and topic:
    the latest. A primary-key change arrives as a delete of the old key and a create of the new one.
 3. ``MERGE`` on the key: the event applies only when its position is newer than the stored
    ``__headwater_position`` — delete if ``d``, else update/insert from ``after``.
-   A batch whose updates, deletes and snapshot reads reach ``rewrite.fraction`` (default 0.25)
+   A batch whose updates, deletes and snapshot reads reach ``rewrite.fraction`` (default 0.1)
    of the stored rows is applied instead by rewriting the table: one full outer join of the
    stored rows with the batch, the same rules, one overwrite commit. MERGE first finds the
    files the batch touches and then rewrites them, two passes over the table; when the batch
