@@ -12,10 +12,13 @@ from headwater.connectors.postgres.feed import PgChangeFeed
 from helpers.capture import base_properties
 
 
-def _records(pg_db, tmp_path: Path, workload: list[str]) -> list:
+def _records(pg_db, tmp_path: Path, workload: list[str], *, metadata: bool = True,
+             typed: list | None = None) -> list:
+    """The records of the workload; with `typed`, the feed's typed row changes are asked for
+    (streamDelivery=rows) and what they convert is appended to it."""
     slot = f"hw_feed_{uuid.uuid4().hex[:10]}"
     props = base_properties(pg_db, tmp_path, slot, **{"snapshot.mode": "no_data",
-                                                      "provide.transaction.metadata": "true"})
+                                                      "provide.transaction.metadata": str(metadata).lower()})
     for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
         props.pop(key)
     feed = PgChangeFeed(from_properties(props).connector)
@@ -35,7 +38,12 @@ def _records(pg_db, tmp_path: Path, workload: list[str]) -> list:
             items += feed.plan(start, end)
             start = end
         decoder = feed.decoder()
-        return [positioned.record for item in items for positioned in decoder.decode(item)]
+        if typed is None:
+            return [positioned.record for item in items for positioned in decoder.decode(item)]
+        changes = decoder.typed_changes()
+        records = [positioned.record for item in items for positioned in decoder.decode_changes(item, changes)]
+        typed += changes.finish()
+        return records
     finally:
         feed.close()
         pg_db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
@@ -58,3 +66,28 @@ def test_rows_before_and_after_an_alter_in_one_transaction_keep_their_own_column
     # one transaction: its BEGIN and END frame the three events
     ends = [r.value for r in records if r.topic.endswith("transaction") and r.value["status"] == "END"]
     assert len(ends) == 1 and ends[0]["event_count"] == 3
+
+
+def _workload(table: str) -> list[str]:
+    return [f"CREATE TABLE {table} (id int PRIMARY KEY, a text)", f"INSERT INTO {table} VALUES (1, 'before')",
+            f"ALTER TABLE {table} ADD COLUMN b int", f"INSERT INTO {table} VALUES (2, 'after', 7)",
+            f"UPDATE {table} SET a = 'changed' WHERE id = 1"]
+
+
+def test_typed_row_changes_follow_the_alter_and_leave_transaction_metadata_to_events(pg_db, tmp_path):
+    """streamDelivery=rows: each table version's rows are typed with its own columns; with
+    transaction metadata every change stays an event (each carries its transaction block, and
+    the END record counts them)."""
+    typed: list = []
+    records = _records(pg_db, tmp_path, _workload("public.typed_alter"), metadata=False, typed=typed)
+    assert not [r for r in records if r.topic.endswith("public.typed_alter")]
+    got = [(change.op, change.rows.select([n for n in change.rows.schema.names if not n.startswith("__hw_")])
+            .to_pylist()) for change in typed]
+    assert got == [("c", [{"id": 1, "a": "before"}]), ("c", [{"id": 2, "a": "after", "b": 7}]),
+                   ("u", [{"id": 1, "a": "changed", "b": None}])]
+
+    typed = []
+    records = _records(pg_db, tmp_path, _workload("public.event_alter"), metadata=True, typed=typed)
+    assert typed == []
+    changes = [r.value for r in records if r.topic.endswith("public.event_alter")]
+    assert [v["after"]["id"] for v in changes] == [1, 2, 1] and all(v["transaction"] for v in changes)

@@ -13,10 +13,11 @@ Only what an event would carry exactly goes this way. These stay events, built b
 path: an update with an old tuple (a primary-key change becomes a delete and a create;
 ``REPLICA IDENTITY FULL`` gives a ``before``), a row with an unchanged-TOAST value (the sink
 keeps the stored value for it), every change while ``xmin.fetch.interval.ms`` puts the slot's
-xmin in the source block, and every change of a run whose values pyarrow does not accept
-(``NaN``, ``infinity``, BC dates): that run is built as events, row by row, with the failure
-handling of the event path. Truncates, transaction boundaries, logical decoding messages and
-heartbeats are events as before.
+xmin in the source block, every change with ``provide.transaction.metadata`` (each event carries
+its ``transaction`` block, and the END record counts the events), and every change of a run
+whose values pyarrow does not accept (``NaN``, ``infinity``, BC dates): that run is built as
+events, row by row, with the failure handling of the event path. Truncates, transaction
+boundaries, logical decoding messages and heartbeats are events as before.
 """
 
 from __future__ import annotations
@@ -140,6 +141,9 @@ class TypedChanges:
         """Gather this I/U/D message of `captured` as a typed row (True), or leave it to the event
         path (False: nothing was changed, `pos` included). `position` is the message's record
         position prefix."""
+        if self.settings.provide_transaction_metadata:
+            # each event carries its transaction block, and the END record counts the events
+            return False
         layout, _ = self._layout(captured)
         if layout is None or pos.xmin is not None:
             return False
