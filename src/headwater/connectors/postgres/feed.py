@@ -396,6 +396,17 @@ def chunk_bytes(chunk: Chunk) -> int:
     return sum(len(payload) for payload, _ in chunk.messages)
 
 
+_CHANGES = frozenset(ord(c) for c in "IUDTM")
+
+
+def change_messages(chunk: Chunk) -> int:
+    """The chunk's change messages (rows, truncates, logical messages): what a batch's size
+    counts. BEGIN and COMMIT are not counted: they were a sixth of the messages of 10-row
+    transactions, and a batch limit in messages cut a backlog of them one batch short."""
+    changes = _CHANGES
+    return sum(1 for payload, _ in chunk.messages if payload[0] in changes)
+
+
 class _MessageQueue:
     """A FIFO of (chunk, position after it) bounded by the messages it holds, not by the chunks:
     the reader hands over whatever the connection had buffered, from a few messages to
@@ -552,7 +563,7 @@ class PgChangeFeed(ChangeFeed):
         if self._target_lsn is not None and offset_key(start)[0] >= self._target_lsn:
             return start
         limit = max_records or self.read_ahead_messages
-        count = sum(len(c.messages) for c, _ in self._ready)
+        count = sum(change_messages(c) for c, _ in self._ready)
         volume = sum(chunk_bytes(c) for c, _ in self._ready)
         available_now = self._target_lsn is not None
         # AvailableNow catches up on a backlog: a batch waits until the reader has read ahead as
@@ -563,11 +574,13 @@ class PgChangeFeed(ChangeFeed):
         fill = min(limit, self.read_ahead_messages) if available_now else 0
         deadline = time.monotonic() + (120.0 if available_now else 0.5)
         start_key = offset_key(start)
+        progress = False
         while True:
             self._check_reader()
             # a chunk may end where the batch starts (e.g. only the BEGIN of the transaction a
-            # restart resumes in): returning `start` then would end an AvailableNow run early
-            progress = offset_key(self._batch_end(start, limit)) > start_key
+            # restart resumes in): returning `start` then would end an AvailableNow run early.
+            # Once the end has moved, more chunks cannot move it back: no need to look again.
+            progress = progress or offset_key(self._batch_end(start, limit)) > start_key
             if progress and count >= limit:
                 break
             if available_now and not progress and self._caught_up():
@@ -582,7 +595,7 @@ class PgChangeFeed(ChangeFeed):
                     break
                 continue
             self._ready.append(item)
-            count += len(item[0].messages)
+            count += change_messages(item[0])
             volume += chunk_bytes(item[0])
         return self._batch_end(start, limit)
 
@@ -593,9 +606,10 @@ class PgChangeFeed(ChangeFeed):
         start_key = offset_key(start)
         counted = 0
         for chunk, after in self._ready:
-            if counted and counted + len(chunk.messages) > limit and offset_key(end) > start_key:
+            changes = change_messages(chunk)
+            if counted and counted + changes > limit and offset_key(end) > start_key:
                 break
-            counted += len(chunk.messages)
+            counted += changes
             candidate = position_offset(after)
             if self.settings.provide_transaction_metadata and candidate.get("tx_final_lsn") is not None:
                 continue  # a batch ends between transactions: BEGIN/END counts need whole ones
