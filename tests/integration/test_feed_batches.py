@@ -4,40 +4,22 @@ arrived, and a backlog became many batches, each paying the sinks' fixed costs).
 
 from __future__ import annotations
 
-import uuid
-
-from headwater.config import from_properties
 from headwater.connectors.postgres.events import DATA_CHANGES
-from headwater.connectors.postgres.feed import PgChangeFeed, StreamWork
-from helpers.capture import base_properties
+from headwater.connectors.postgres.feed import StreamWork
+from helpers.feed import available_now_batches, streaming_feed
 
 
 def _batches(pg_db, tmp_path, limit: int | None) -> list[int]:
     """The change messages of each batch an AvailableNow run makes of 30 transactions of 10 rows."""
     pg_db.execute("CREATE TABLE IF NOT EXISTS public.backlog (id int PRIMARY KEY, n int)")
-    slot = f"hw_batches_{uuid.uuid4().hex[:10]}"
-    props = base_properties(pg_db, tmp_path, slot, **{"snapshot.mode": "no_data"})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
-    feed = PgChangeFeed(from_properties(props).connector)
-    try:
-        start = feed.initial_offset()
+    with streaming_feed(pg_db, tmp_path) as (feed, start):
         base = pg_db.execute("SELECT coalesce(max(id), 0) FROM public.backlog")[0][0]
         for t in range(30):
             pg_db.execute(f"INSERT INTO public.backlog SELECT g, g FROM generate_series({base + t * 10 + 1}, "
                           f"{base + t * 10 + 10}) g")
-        feed.prepare_available_now()
-        sizes = []
-        while (end := feed.latest(start, limit)) != start:
-            items = feed.plan(start, end)
-            sizes.append(sum(1 for item in items if isinstance(item, StreamWork)
-                             for payload, _ in item.chunk.messages if payload[0] in DATA_CHANGES))
-            start = end
-        return sizes
-    finally:
-        feed.close()
-        pg_db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
-                      (slot,))
+        return [sum(1 for item in items if isinstance(item, StreamWork)
+                    for payload, _ in item.chunk.messages if payload[0] in DATA_CHANGES)
+                for items in available_now_batches(feed, start, limit)]
 
 
 def test_a_catch_up_is_one_batch_when_it_fits_the_read_ahead(pg_db, tmp_path):

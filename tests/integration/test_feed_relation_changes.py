@@ -4,26 +4,16 @@ the rows before the ALTER with the old columns, the rows after it with the new o
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
-from headwater.config import from_properties
-from headwater.connectors.postgres.feed import PgChangeFeed
-from helpers.capture import base_properties
+from helpers.feed import available_now_batches, streaming_feed
 
 
 def _records(pg_db, tmp_path: Path, workload: list[str], *, metadata: bool = True,
              typed: list | None = None) -> list:
     """The records of the workload; with `typed`, the feed's typed row changes are asked for
     (streamDelivery=rows) and what they convert is appended to it."""
-    slot = f"hw_feed_{uuid.uuid4().hex[:10]}"
-    props = base_properties(pg_db, tmp_path, slot, **{"snapshot.mode": "no_data",
-                                                      "provide.transaction.metadata": str(metadata).lower()})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
-    feed = PgChangeFeed(from_properties(props).connector)
-    try:
-        start = feed.initial_offset()
+    with streaming_feed(pg_db, tmp_path, **{"provide.transaction.metadata": str(metadata).lower()}) as (feed, start):
         conn = pg_db.connect(autocommit=False)
         try:
             with conn.cursor() as cur:
@@ -32,11 +22,7 @@ def _records(pg_db, tmp_path: Path, workload: list[str], *, metadata: bool = Tru
             conn.commit()
         finally:
             conn.close()
-        feed.prepare_available_now()
-        items = []
-        while (end := feed.latest(start, None)) != start:
-            items += feed.plan(start, end)
-            start = end
+        items = [item for batch in available_now_batches(feed, start) for item in batch]
         decoder = feed.decoder()
         if typed is None:
             return [positioned.record for item in items for positioned in decoder.decode(item)]
@@ -44,10 +30,6 @@ def _records(pg_db, tmp_path: Path, workload: list[str], *, metadata: bool = Tru
         records = [positioned.record for item in items for positioned in decoder.decode_changes(item, changes)]
         typed += changes.finish()
         return records
-    finally:
-        feed.close()
-        pg_db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
-                      (slot,))
 
 
 def test_rows_before_and_after_an_alter_in_one_transaction_keep_their_own_columns(pg_db, tmp_path):

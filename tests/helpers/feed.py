@@ -1,0 +1,39 @@
+"""The Spark source's PostgreSQL feed driven directly (no Spark): a slot streaming from now, and
+the batches a Trigger.AvailableNow run would plan."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from headwater.config import from_properties
+from headwater.connectors.postgres.feed import PgChangeFeed
+from helpers.capture import base_properties
+
+
+@contextmanager
+def streaming_feed(pg_db: Any, tmp_path: Path, **properties: str) -> Iterator[tuple[PgChangeFeed, dict]]:
+    """(feed, start offset) on a new slot that streams from now (snapshot.mode=no_data); the feed
+    is closed and the slot dropped afterwards."""
+    slot = f"hw_feed_{uuid.uuid4().hex[:10]}"
+    props = base_properties(pg_db, tmp_path, slot, **{"snapshot.mode": "no_data", **properties})
+    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
+        props.pop(key)
+    feed = PgChangeFeed(from_properties(props).connector)
+    try:
+        yield feed, feed.initial_offset()
+    finally:
+        feed.close()
+        pg_db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+                      (slot,))
+
+
+def available_now_batches(feed: PgChangeFeed, start: dict, limit: int | None = None) -> Iterator[list[Any]]:
+    """The work items of each batch of an AvailableNow run from `start` (everything committed now)."""
+    feed.prepare_available_now()
+    while (end := feed.latest(start, limit)) != start:
+        yield feed.plan(start, end)
+        start = end
