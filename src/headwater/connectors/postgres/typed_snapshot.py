@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
@@ -166,6 +167,26 @@ def parse_csv(data: bytes, layout: TypedLayout) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=layout.arrow_schema())
 
 
+_HEX_DIGITS = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+
+
+def numbered_positions(prefix: str, start: int, count: int) -> pa.Array:
+    """``prefix`` + the numbers ``start .. start + count`` as 8 upper-case hex digits each (the
+    event path's ``f"{prefix}{n:08X}"``), built as one byte matrix: a Python string per row costs
+    ~1.4 µs, a third of a 6-column snapshot row's whole typed path."""
+    head = prefix.encode("ascii")
+    width = len(head) + 8
+    numbers = np.arange(start, start + count, dtype=np.uint64)
+    if count and int(numbers[-1]) > 0xFFFFFFFF:
+        raise ValueError(f"row number {int(numbers[-1])} does not fit 8 hex digits")
+    text = np.empty((count, width), dtype=np.uint8)
+    text[:, :len(head)] = np.frombuffer(head, dtype=np.uint8)
+    for digit in range(8):
+        text[:, width - 1 - digit] = _HEX_DIGITS[(numbers >> np.uint64(4 * digit)) & np.uint64(0xF)]
+    offsets = np.arange(0, width * (count + 1), width, dtype=np.int32)
+    return pa.Array.from_buffers(pa.string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(text)])
+
+
 MarkerFn = Callable[[bool, bool, bool, bool], str]
 
 
@@ -177,7 +198,7 @@ def with_row_columns(batch: pa.RecordBatch, *, prefix: str, start: int, total: i
     the snapshot's LSN and transaction id. Rows ``start .. start + len(batch)`` of a chunk of
     ``total`` rows."""
     n = batch.num_rows
-    positions = pa.array([f"{prefix}{i:08X}" for i in range(start, start + n)], pa.string())
+    positions = numbered_positions(prefix, start, n)
     markers = ["true"] * n
     if n:
         if start == 0:

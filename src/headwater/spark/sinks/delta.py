@@ -71,7 +71,6 @@ tables in the session catalog as ``<prefix><topic>``, non-alphanumerics as ``_``
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 import logging
 import re
@@ -138,11 +137,14 @@ class _Summary:
 
 @dataclass
 class _Part:
-    """Events of one topic in one form, parsed: columns position, op, ts_ms, k, v."""
+    """Events of one topic in one form, parsed: columns position, op, ts_ms, k, v (what the change
+    log stores). Typed rows also keep their flat form, which the current-state table reads: the
+    envelope's structs would be built for every row just to take the values out again."""
 
     parsed: Any
     fmt: str  # how values are encoded (ct.NATIVE: already of their stored types)
     tag: str  # the suffix of its writes' transaction ids
+    flat: Any = None  # typed rows: the table's columns plus typed_snapshot's row columns
 
 
 @dataclass
@@ -447,19 +449,26 @@ class DeltaSink:
         topic = self._topic(summary, table)
         # the batch's events in the two forms they arrive in, each parsed into (position, op, ts_ms,
         # k, v): typed rows (Arrow IPC, already of the table's types) and JSON events
-        parts: list[_Part] = []
-        if summary.typed:
-            with self._timed("typed"):
-                parts.append(_Part(self._typed_events(events.filter(F.col(TYPED_ROWS).isNotNull()), topic),
-                                   ct.NATIVE, ":rows"))
-            events = events.filter(F.col(TYPED_ROWS).isNull())
-        if summary.records > summary.typed:
-            parts.append(_Part(self._json_events(events, topic, summary), self.decimal_format, ""))
         # keyless topics go to the change log only; a batch of only truncates has no key to see
         current = self.current and (bool(topic.key_fields) or table is not None)
         both = self.changelog and current and bool(topic.key_fields)
-        if both:  # parsed once, read by both writes
-            parts = [dataclasses.replace(p, parsed=p.parsed.persist(StorageLevel.MEMORY_AND_DISK)) for p in parts]
+        persisted: list[Any] = []  # parsed (decoded) once, read by both writes
+
+        def once(frame: Any) -> Any:
+            if both:
+                frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+                persisted.append(frame)
+            return frame
+        parts: list[_Part] = []
+        if summary.typed:
+            with self._timed("typed"):
+                records = events.filter(F.col(TYPED_ROWS).isNotNull())
+                flat = once(self._typed_rows(records, topic))
+                parsed = self._typed_envelopes(flat, records, topic) if self.changelog else None
+                parts.append(_Part(parsed, ct.NATIVE, ":rows", flat=flat))
+            events = events.filter(F.col(TYPED_ROWS).isNull())
+        if summary.records > summary.typed:
+            parts.append(_Part(once(self._json_events(events, topic, summary)), self.decimal_format, ""))
         try:
             if self.changelog:
                 with self._timed("changelog"):
@@ -470,9 +479,8 @@ class DeltaSink:
                 with self._timed("current"):
                     self._apply_current(session, parts, topic, summary, table, table_path, batch_id, app)
         finally:
-            if both:
-                for part in parts:
-                    part.parsed.unpersist()
+            for frame in persisted:
+                frame.unpersist()
 
     def _json_events(self, events: Any, topic: _Topic, summary: _Summary) -> Any:
         """JSON records parsed with their Connect schemas (values of :func:`ct.json_type`)."""
@@ -503,27 +511,35 @@ class DeltaSink:
 
     # -- typed rows ----------------------------------------------------------------------------
 
-    def _typed_events(self, records: Any, topic: _Topic) -> Any:
+    def _typed_rows(self, records: Any, topic: _Topic) -> Any:
         """Typed rows (Arrow IPC in ``typed_rows``: snapshot chunks, see
         ``headwater.connectors.postgres.typed_snapshot``, and streamed row changes, see
-        ``typed_changes``), decoded in the executors into the table's column types and given the
-        event fields the events would carry: position and op, ``before``/``after`` (a delete's row
-        is its before), ``source`` from the table's template record plus each row's snapshot
-        marker, times, LSN, transaction id and sequence. Parsed like the JSON events, with values
-        already of their stored types."""
-        from pyspark.sql import functions as F
+        ``typed_changes``), decoded in the executors: the table's columns, already of their stored
+        types, and typed_snapshot's row columns (position, op, times, …)."""
         from pyspark.sql.types import LongType, StringType, StructField, StructType
 
         from headwater.connectors.postgres import typed_snapshot as ts
 
         fmt = self.decimal_format
-        fields = list(topic.row["fields"])
         extra = [(ts.POSITION, StringType()), (ts.MARKER, StringType()), (ts.TS_US, LongType()),
                  (ts.LSN, LongType()), (ts.TXID, LongType()), (ts.OP, StringType()),
                  (ts.LAST_COMMIT_LSN, LongType()), (ts.EVENT_MS, LongType())]
-        flat = StructType([StructField(f["field"], ct.spark_type(f, fmt), True) for f in fields]
+        flat = StructType([StructField(f["field"], ct.spark_type(f, fmt), True) for f in topic.row["fields"]]
                           + [StructField(name, kind, True) for name, kind in extra])
-        rows = records.select(TYPED_ROWS).mapInArrow(_IpcDecoder(flat), flat)
+        return records.select(TYPED_ROWS).mapInArrow(_IpcDecoder(flat), flat)
+
+    def _typed_envelopes(self, rows: Any, records: Any, topic: _Topic) -> Any:
+        """Typed rows (:meth:`_typed_rows`) given the event fields the events would carry: position
+        and op, ``before``/``after`` (a delete's row is its before), ``source`` from the table's
+        template record plus each row's snapshot marker, times, LSN, transaction id and sequence.
+        Parsed like the JSON events, with values already of their stored types."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructField, StructType
+
+        from headwater.connectors.postgres import typed_snapshot as ts
+
+        fmt = self.decimal_format
+        fields = list(topic.row["fields"])
         template = records.select("value").first()
         envelope = json.loads(template["value"])["payload"] if template is not None else {}
         constant = envelope.get("source") or {}
@@ -772,6 +788,9 @@ class DeltaSink:
                     toast[i] = check
         frames = []
         for part in parts:
+            if part.flat is not None:
+                frames.append(self._flat_merge_rows(part.flat, topic, columns, toast, summary))
+                continue
             events = part.parsed.filter(F.col("op") != "t")
             if summary.last_truncate is not None:
                 events = events.filter(F.col("position") > F.lit(summary.last_truncate))
@@ -812,6 +831,28 @@ class DeltaSink:
             else:
                 selected.append(F.col(f"e.__hw_c{i}").alias(f"__hw_c{i}"))
         return latest.select(*selected), columns, toast
+
+    def _flat_merge_rows(self, rows: Any, topic: _Topic, columns: list[ct.Schema], toast: dict[int, str],
+                         summary: _Summary) -> Any:
+        """Typed rows (:meth:`_typed_rows`) in :meth:`_merge_source`'s columns, taken straight
+        from their flat columns (the values are already of their stored types; typed rows are
+        never truncates and never hold a TOAST placeholder)."""
+        from pyspark.sql import functions as F
+
+        from headwater.connectors.postgres import typed_snapshot as ts
+
+        def col(name: str) -> Any:
+            return F.col(quote(name))
+        if summary.last_truncate is not None:
+            rows = rows.filter(col(ts.POSITION) > F.lit(summary.last_truncate))
+        stored = self.decimal_format
+        selected = [col(f["field"]).cast(ct.spark_type(f, stored)).alias(f"__hw_key_{i}")
+                    for i, f in enumerate(topic.key_fields)]
+        selected += [col(ts.POSITION).alias("__hw_position"), F.coalesce(col(ts.OP), F.lit("r")).alias("__hw_op"),
+                     F.floor(col(ts.TS_US) / 1000).cast("BIGINT").alias("__hw_ts_ms")]
+        selected += [col(f["field"]).cast(ct.spark_type(f, stored)).alias(f"__hw_c{i}") for i, f in enumerate(columns)]
+        selected += [F.lit(False).alias(f"__hw_placeholder_{i}") for i in toast]
+        return rows.select(*selected)
 
     # -- catalog ---------------------------------------------------------------------------------
 
