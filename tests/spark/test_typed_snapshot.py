@@ -43,15 +43,16 @@ TIMES = ("source_ts_ms", "commit_time", "ts_ms", "batch_id", "lsn", "tx_id")
 SOURCE_TIMES = ("ts_ms", "ts_us", "ts_ns", "lsn", "sequence", "txId")
 
 
-def _run(spark, pg_db, tmp_path: Path, name: str, delivery: str | None) -> tuple[Path, Pipeline]:
+def _run(spark, pg_db, tmp_path: Path, name: str, delivery: str | None,
+         extra_sinks: list[dict] | None = None) -> tuple[Path, Pipeline]:
     props = base_properties(pg_db, tmp_path / name, f"hw_typed_{name}", **{"slot.drop.on.stop": "true"})
     for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
         props.pop(key)
     props["snapshotChunkRows"] = "2"  # several chunks per table: first/last markers and positions per chunk
     if delivery is not None:
         props["snapshotDelivery"] = delivery
-    doc = {"source": props, "sinks": [{"type": "delta", "path": "lake"}], "checkpoint": "checkpoint",
-           "trigger": {"availableNow": True}, "name": f"typed-{name}"}
+    doc = {"source": props, "sinks": [{"type": "delta", "path": "lake"}, *(extra_sinks or [])],
+           "checkpoint": "checkpoint", "trigger": {"availableNow": True}, "name": f"typed-{name}"}
     path = tmp_path / name / "pipeline.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(doc))
@@ -71,7 +72,10 @@ def _rows(spark, path: Path, drop: tuple[str, ...] = ()) -> list[dict]:
 
 def test_typed_snapshot_rows_equal_snapshot_events(spark, pg_db, tmp_path):
     pg_db.execute(SETUP)
-    typed_lake, typed = _run(spark, pg_db, tmp_path, "rows", None)  # the pipeline's default: rows
+    # the pipeline's default: rows; a second sink writes current-state tables only (its typed rows
+    # are decoded to fewer columns)
+    typed_lake, typed = _run(spark, pg_db, tmp_path, "rows", None,
+                             [{"type": "delta", "path": "current_only", "changelog": "false"}])
     events_lake, events = _run(spark, pg_db, tmp_path, "events", "events")
     assert typed.source_options()["snapshotDelivery"] == "rows"
     typed_sink, events_sink = typed.sinks[0], events.sinks[0]
@@ -87,6 +91,11 @@ def test_typed_snapshot_rows_equal_snapshot_events(spark, pg_db, tmp_path):
         want, got = _rows(spark, events_lake / name, drop), _rows(spark, typed_lake / name, drop)
         assert got == want, f"{name}: typed rows differ from events\n{got}\n{want}"
         assert want, name
+        if not changelog:
+            only = _rows(spark, typed_lake.parent / "current_only" / name, drop)
+            assert only == want, f"{name} (current-state tables only): typed rows differ from events"
+    assert sorted(p.name for p in (typed_lake.parent / "current_only").iterdir()) == [
+        t for t in topics if not t.endswith("__changelog")]
     current = spark.read.format("delta").load(str(typed_lake / "dbserver1.public.typed_all"))
     assert current.count() == 5
     assert current.schema["amount"].dataType.simpleString() == "decimal(12,2)"

@@ -524,6 +524,8 @@ class DeltaSink:
         extra = [(ts.POSITION, StringType()), (ts.MARKER, StringType()), (ts.TS_US, LongType()),
                  (ts.LSN, LongType()), (ts.TXID, LongType()), (ts.OP, StringType()),
                  (ts.LAST_COMMIT_LSN, LongType()), (ts.EVENT_MS, LongType())]
+        if not self.changelog:  # the current-state table's merge reads no more (Spark cannot prune a mapInArrow)
+            extra = [(name, kind) for name, kind in extra if name in (ts.POSITION, ts.OP, ts.TS_US)]
         flat = StructType([StructField(f["field"], ct.spark_type(f, fmt), True) for f in topic.row["fields"]]
                           + [StructField(name, kind, True) for name, kind in extra])
         return records.select(TYPED_ROWS).mapInArrow(_IpcDecoder(flat), flat)
