@@ -882,15 +882,10 @@ class PgChangeFeed(ChangeFeed):
                 per = max(1, (last - first + 1) * size // max(rows, 1))
                 edges = [*range(first, last + 1, per), last + 1]
                 return rows, [(None, None, (lo, hi)) for lo, hi in itertools.pairwise(edges)]
-            cols = sql.SQL(", ").join(sql.Identifier(c) for c in key)
-            text_cols = sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in key)
-            cur.execute(sql.SQL(
-                "SELECT {text_cols} FROM (SELECT {cols}, row_number() OVER (ORDER BY {cols}) AS rn FROM {t}) s "
-                # never the last row as a bound: the chunk after it would be empty, and the
-                # snapshot's "last" marker belongs on a record of the last chunk
-                "WHERE rn % {n} = 0 AND rn < {rows} ORDER BY rn").format(
-                    text_cols=text_cols, cols=cols, t=ident, n=sql.Literal(size), rows=sql.Literal(rows)))
-            edges: list[tuple[str, ...] | None] = [None, *[tuple(r) for r in cur.fetchall()], None]
+            bounds = _sampled_key_bounds(cur, ident, key, rows, size)
+            if bounds is None:
+                bounds = _exact_key_bounds(cur, ident, key, rows, size)
+            edges: list[tuple[str, ...] | None] = [None, *bounds, None]
         return rows, [(lo, hi, None) for lo, hi in itertools.pairwise(edges)]
 
     # -- streaming ---------------------------------------------------------------------
@@ -946,6 +941,63 @@ class PgChangeFeed(ChangeFeed):
                 last.messages.extend(chunk.messages)
                 return
         work.append(StreamWork(chunk))
+
+
+# keys sampled per chunk: chunks then come out within a few per cent of their size
+_SAMPLES_PER_CHUNK = 1024
+
+
+def _key_columns(key: list[str]) -> tuple[sql.Composable, sql.Composable, sql.Composable]:
+    """(k1, k2, …), (k1::text, …) and (k1 DESC, …) of a key."""
+    return (sql.SQL(", ").join(sql.Identifier(c) for c in key),
+            sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in key),
+            sql.SQL(", ").join(sql.SQL("{} DESC").format(sql.Identifier(c)) for c in key))
+
+
+def _sampled_key_bounds(cur: Any, ident: sql.Composable, key: list[str], rows: int,
+                        size: int) -> list[tuple[str, ...]] | None:
+    """Chunk bounds from a sample of the table's keys, cut into equal shares by the server:
+    planning scans the table like ``count(*)`` and sorts a sliver of its keys, instead of numbering
+    every row in key order. ``TABLESAMPLE BERNOULLI`` samples rows; SYSTEM would sample whole
+    blocks, each a stretch of keys when the table is stored in key order, and chunks came out
+    from a twentieth to twice their size. Chunks come out about `size` rows each.
+
+    Every bound is a key of the snapshot below the largest one, and chunks are (lower, upper]: no
+    chunk is empty, and the last one holds the table's last row (the snapshot's "last" marker goes
+    on it). None for a table small enough to count (chunks of a few rows), or when the sample is
+    too thin to cut the table into at least half the chunks wanted: the caller counts then."""
+    chunks = -(-rows // size)
+    wanted = chunks * _SAMPLES_PER_CHUNK
+    if 4 * wanted >= rows:
+        return None
+    cols, _, descending = _key_columns(key)
+    # aliased: an output column named like a key column would be what ORDER BY sorts (as text)
+    text_cols = sql.SQL(", ").join(sql.SQL("{}::text AS {}").format(sql.Identifier(c), sql.Identifier(f"__hw_k{i}"))
+                                   for i, c in enumerate(key))
+    percent = 100.0 * wanted / rows
+    cur.execute(sql.SQL(
+        "SELECT DISTINCT ON (share) {text_cols} FROM ("
+        "SELECT {cols}, ntile({chunks}) OVER (ORDER BY {cols}) AS share "
+        "FROM {t} TABLESAMPLE BERNOULLI ({percent}) REPEATABLE (0) "
+        "WHERE ROW({cols}) < (SELECT {cols} FROM {t} ORDER BY {descending} LIMIT 1)) s "
+        "WHERE share < {chunks} ORDER BY share, {descending}").format(
+            text_cols=text_cols, cols=cols, chunks=sql.Literal(chunks), t=ident, percent=sql.Literal(percent),
+            descending=descending))
+    bounds = [tuple(r) for r in cur.fetchall()]
+    return bounds if len(bounds) >= (chunks - 1) // 2 else None
+
+
+def _exact_key_bounds(cur: Any, ident: sql.Composable, key: list[str], rows: int,
+                      size: int) -> list[tuple[str, ...]]:
+    """Chunk bounds every `size` keys, by numbering every row (one pass over the key's index)."""
+    cols, text_cols, _ = _key_columns(key)
+    cur.execute(sql.SQL(
+        "SELECT {text_cols} FROM (SELECT {cols}, row_number() OVER (ORDER BY {cols}) AS rn FROM {t}) s "
+        # never the last row as a bound: the chunk after it would be empty, and the snapshot's
+        # "last" marker belongs on a record of the last chunk
+        "WHERE rn % {n} = 0 AND rn < {rows} ORDER BY rn").format(
+            text_cols=text_cols, cols=cols, t=ident, n=sql.Literal(size), rows=sql.Literal(rows)))
+    return [tuple(r) for r in cur.fetchall()]
 
 
 def _ends_inside_tx(chunk: Chunk) -> bool:
