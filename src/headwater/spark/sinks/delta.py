@@ -141,7 +141,7 @@ class _Part:
     log stores). Typed rows also keep their flat form, which the current-state table reads: the
     envelope's structs would be built for every row just to take the values out again."""
 
-    parsed: Any
+    parsed: Any  # None for typed rows when no change log is written
     fmt: str  # how values are encoded (ct.NATIVE: already of their stored types)
     tag: str  # the suffix of its writes' transaction ids
     flat: Any = None  # typed rows: the table's columns plus typed_snapshot's row columns
@@ -447,8 +447,6 @@ class DeltaSink:
         table_path = self.table_path(summary.topic)
         table = self._table(session, table_path) if self.current else None
         topic = self._topic(summary, table)
-        # the batch's events in the two forms they arrive in, each parsed into (position, op, ts_ms,
-        # k, v): typed rows (Arrow IPC, already of the table's types) and JSON events
         # keyless topics go to the change log only; a batch of only truncates has no key to see
         current = self.current and (bool(topic.key_fields) or table is not None)
         both = self.changelog and current and bool(topic.key_fields)
@@ -459,6 +457,8 @@ class DeltaSink:
                 frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
                 persisted.append(frame)
             return frame
+        # the batch's events in the two forms they arrive in, each parsed into (position, op, ts_ms,
+        # k, v): typed rows (Arrow IPC, already of the table's types) and JSON events
         parts: list[_Part] = []
         if summary.typed:
             with self._timed("typed"):
