@@ -92,9 +92,9 @@ class TypedRun:
             names.append(name)
         n = len(raws)
         arrays += [pa.array(self.positions, pa.string()), pa.array(self.commit_ts_us, pa.int64()),
-                   pa.array([self.op] * n, pa.string()), pa.array(self.lsns, pa.int64()),
+                   pa.repeat(pa.scalar(self.op, pa.string()), n), pa.array(self.lsns, pa.int64()),
                    pa.array(self.txids, pa.int64()), pa.array(self.last_commits, pa.int64()),
-                   pa.array([time.time_ns() // 1_000_000] * n, pa.int64())]
+                   pa.repeat(pa.scalar(time.time_ns() // 1_000_000, pa.int64()), n)]
         names += [POSITION, TS_US, OP, LSN, TXID, LAST_COMMIT_LSN, EVENT_MS]
         return pa.RecordBatch.from_arrays(arrays, names=names)
 
