@@ -11,6 +11,7 @@ from typing import Any
 
 from headwater.config import from_properties
 from headwater.connectors.postgres.feed import PgChangeFeed
+from headwater.embedded.postgres import drop_replication_slot
 from helpers.capture import base_properties
 
 
@@ -27,8 +28,12 @@ def streaming_feed(pg_db: Any, tmp_path: Path, **properties: str) -> Iterator[tu
         yield feed, feed.initial_offset()
     finally:
         feed.close()
-        pg_db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
-                      (slot,))
+        # the slot's walsender may still be exiting after the feed closed its connection
+        conn = pg_db.connect()
+        try:
+            drop_replication_slot(conn, slot)
+        finally:
+            conn.close()
 
 
 def available_now_batches(feed: PgChangeFeed, start: dict, limit: int | None = None) -> Iterator[list[Any]]:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from pyspark.sql import functions as F
 
+from headwater.embedded.postgres import drop_replication_slot
 from headwater.spark.pipeline import Pipeline, load_pipeline
 from helpers.capture import base_properties
 
@@ -157,6 +158,9 @@ def test_typed_row_changes_equal_change_events(spark, pg_db, tmp_path):
         sequences = [r["source"]["sequence"] for r in changes.filter("op = 'u'").collect()]
         assert sequences and all(s.startswith('["') and s.endswith('"]') for s in sequences), sequences
     finally:
-        for name in runs:
-            pg_db.execute(f"SELECT pg_drop_replication_slot('hw_tc_{name}') FROM pg_replication_slots "
-                          f"WHERE slot_name = 'hw_tc_{name}'")
+        conn = pg_db.connect()  # a stopped query's walsender may still be exiting
+        try:
+            for name in runs:
+                drop_replication_slot(conn, f"hw_tc_{name}")
+        finally:
+            conn.close()

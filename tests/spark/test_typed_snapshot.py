@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from headwater.embedded.postgres import drop_replication_slot
 from headwater.spark.pipeline import Pipeline, load_pipeline
 from helpers.capture import base_properties
 
@@ -167,4 +168,8 @@ def test_a_typed_snapshot_batch_replayed_after_a_crash_converges(spark, pg_db, t
         snapshot_ids = {r["after"]["id"] for r in log.filter("op = 'r'").collect()}
         assert snapshot_ids >= {i for i, *_ in want} - {100} and 2 in snapshot_ids
     finally:
-        pg_db.execute("SELECT pg_drop_replication_slot('hw_typed_replay')")
+        conn = pg_db.connect()  # the stopped query's walsender may still be exiting
+        try:
+            drop_replication_slot(conn, "hw_typed_replay")
+        finally:
+            conn.close()
