@@ -6,8 +6,10 @@ executors inside the partitions, and the executors build the events."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,24 +21,28 @@ from helpers.capture import base_properties
 HEADWATER = Path(sys.executable).with_name("headwater")
 
 
-def _cluster_pipeline(pg_db, tmp_path: Path, slot: str, table: str, sink: dict) -> Callable[[], None]:
-    """A pipeline file for one table on `local-cluster`, and a function running it to the end once."""
+def _cluster_pipeline(pg_db, tmp_path: Path, slot: str, table: str, sink: dict,
+                      trigger: dict | None = None) -> list[str]:
+    """The `headwater pipeline` command for one table on `local-cluster` (an availableNow run
+    unless `trigger` says otherwise)."""
     props = base_properties(pg_db, tmp_path, slot, **{"table.include.list": table})
     for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
         props.pop(key)
     props["snapshotChunkRows"] = "1000"  # three snapshot chunks of 2,500 rows, read by the executors
     pipeline = tmp_path / "pipeline.yaml"
     pipeline.write_text(yaml.safe_dump({
-        "source": props, "sinks": [sink], "checkpoint": "checkpoint", "trigger": {"availableNow": True},
+        "source": props, "sinks": [sink], "checkpoint": "checkpoint", "trigger": trigger or {"availableNow": True},
         "spark": {"master": "local-cluster[2,1,1024]", "conf": {"spark.executor.memory": "512m"}},
     }))
+    return [str(HEADWATER), "pipeline", str(pipeline)]
 
-    def run() -> None:
-        done = subprocess.run([str(HEADWATER), "pipeline", str(pipeline)], capture_output=True, text=True,
-                              timeout=600, cwd=tmp_path)
-        assert done.returncode == 0, done.stderr[-3000:]
 
-    return run
+def _wait_for(what: str, done: Callable[[], bool], proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert proc.poll() is None, f"the pipeline exited ({proc.returncode}) before {what}"
+        assert time.monotonic() < deadline, f"no {what} after {timeout:.0f} s"
+        time.sleep(2)
 
 
 @pytest.mark.timeout(1200)
@@ -45,9 +51,10 @@ def test_pipeline_on_a_local_cluster(pg_db, tmp_path):
     writes them. (Streamed changes through executor JVMs: the Delta test below.)"""
     pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL)")
     pg_db.execute("INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 2500) g")
-    run = _cluster_pipeline(pg_db, tmp_path, "hw_cluster", "public.items", {"type": "jsonl", "path": "topics"})
+    command = _cluster_pipeline(pg_db, tmp_path, "hw_cluster", "public.items", {"type": "jsonl", "path": "topics"})
 
-    run()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
 
     lines = []
     for f in sorted((tmp_path / "topics" / "dbserver1.public.items").glob("*.jsonl")):
@@ -62,30 +69,48 @@ def test_pipeline_on_a_local_cluster(pg_db, tmp_path):
 @pytest.mark.timeout(1200)
 def test_delta_pipeline_with_typed_snapshot_rows_on_a_local_cluster(pg_db, spark, tmp_path):
     """A Delta-only pipeline reads its snapshot as typed rows (COPY → Arrow IPC in the executors,
-    decoded by the sink's executor tasks) and then streams; the lake must equal the table."""
+    decoded by the sink's executor tasks), then streams changes (decoded by the executors into
+    typed rows and events); the lake must equal the table. One running pipeline, stopped with
+    SIGTERM: each cluster start costs a minute or more of a loaded CI machine."""
     pg_db.execute("CREATE TABLE accounts (id int PRIMARY KEY, owner text, balance numeric(12,2), "
                   "opened timestamptz, active bool)")
     pg_db.execute("INSERT INTO accounts SELECT g, 'owner ' || g, g * 1.25, "
                   "timestamptz '2024-01-01 00:00:00+00' + g * interval '1 minute', g % 2 = 0 "
                   "FROM generate_series(1, 2500) g")
-    run = _cluster_pipeline(pg_db, tmp_path, "hw_cluster_delta", "public.accounts", {"type": "delta", "path": "lake"})
-
-    run()
+    command = _cluster_pipeline(pg_db, tmp_path, "hw_cluster_delta", "public.accounts",
+                                {"type": "delta", "path": "lake"}, trigger={"processingTime": "1 second"})
+    table = tmp_path / "lake" / "dbserver1.public.accounts"
     changelog = tmp_path / "lake" / "dbserver1.public.accounts__changelog"
-    # the snapshot went the typed way: its change-log append carries the typed path's write id
-    commits = "".join(p.read_text() for p in sorted((changelog / "_delta_log").glob("*.json")))
-    assert ":changelog:rows" in commits
-    pg_db.execute("UPDATE accounts SET balance = balance + 1, active = NOT active WHERE id <= 10")
-    pg_db.execute("DELETE FROM accounts WHERE id > 2490")
-    pg_db.execute("UPDATE accounts SET id = id + 10000 WHERE id = 20")
-    run()
 
-    current = spark.read.format("delta").load(str(tmp_path / "lake" / "dbserver1.public.accounts"))
-    lake = sorted(tuple(r) for r in current.selectExpr(
-        "id", "owner", "balance", "unix_micros(opened)", "active").collect())
-    source = sorted(pg_db.execute("SELECT id, owner, balance, (extract(epoch FROM opened) * 1000000)::bigint, "
-                                  "active FROM accounts"))
-    assert len(lake) == 2490 and lake == source
+    def lake() -> list[tuple]:
+        if not (table / "_delta_log").is_dir():
+            return []
+        return sorted(tuple(r) for r in spark.read.format("delta").load(str(table)).selectExpr(
+            "id", "owner", "balance", "unix_micros(opened)", "active").collect())
+
+    log_file = (tmp_path / "pipeline.log").open("w")
+    proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        _wait_for("snapshot in the lake", lambda: len(lake()) == 2500, proc, 600)
+        # the snapshot went the typed way: its change-log append carries the typed path's write id
+        commits = "".join(p.read_text() for p in sorted((changelog / "_delta_log").glob("*.json")))
+        assert ":changelog:rows" in commits
+        pg_db.execute("UPDATE accounts SET balance = balance + 1, active = NOT active WHERE id <= 10")
+        pg_db.execute("DELETE FROM accounts WHERE id > 2490")
+        pg_db.execute("UPDATE accounts SET id = id + 10000 WHERE id = 20")
+        source = sorted(pg_db.execute("SELECT id, owner, balance, (extract(epoch FROM opened) * 1000000)::bigint, "
+                                      "active FROM accounts"))
+        _wait_for("streamed changes in the lake", lambda: lake() == source, proc, 300)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=180) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log_file.close()
+        print((tmp_path / "pipeline.log").read_text()[-3000:])
+
+    assert len(lake()) == 2490
     ops = {r["op"]: r["n"] for r in spark.read.format("delta").load(str(changelog))
            .groupBy("op").count().withColumnRenamed("count", "n").collect()}
     assert ops == {"r": 2500, "u": 10, "d": 11, "c": 1}
