@@ -948,9 +948,11 @@ _SAMPLES_PER_CHUNK = 1024
 
 
 def _key_columns(key: list[str]) -> tuple[sql.Composable, sql.Composable, sql.Composable]:
-    """(k1, k2, …), (k1::text, …) and (k1 DESC, …) of a key."""
+    """(k1, k2, …), (k1::text AS __hw_k0, …) and (k1 DESC, …) of a key. The text forms are
+    aliased: an output column named like a key column is what ORDER BY would sort (as text)."""
     return (sql.SQL(", ").join(sql.Identifier(c) for c in key),
-            sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in key),
+            sql.SQL(", ").join(sql.SQL("{}::text AS {}").format(sql.Identifier(c), sql.Identifier(f"__hw_k{i}"))
+                               for i, c in enumerate(key)),
             sql.SQL(", ").join(sql.SQL("{} DESC").format(sql.Identifier(c)) for c in key))
 
 
@@ -970,10 +972,7 @@ def _sampled_key_bounds(cur: Any, ident: sql.Composable, key: list[str], rows: i
     wanted = chunks * _SAMPLES_PER_CHUNK
     if 4 * wanted >= rows:
         return None
-    cols, _, descending = _key_columns(key)
-    # aliased: an output column named like a key column would be what ORDER BY sorts (as text)
-    text_cols = sql.SQL(", ").join(sql.SQL("{}::text AS {}").format(sql.Identifier(c), sql.Identifier(f"__hw_k{i}"))
-                                   for i, c in enumerate(key))
+    cols, text_cols, descending = _key_columns(key)
     percent = 100.0 * wanted / rows
     cur.execute(sql.SQL(
         "SELECT DISTINCT ON (share) {text_cols} FROM ("
