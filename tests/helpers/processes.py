@@ -1,9 +1,13 @@
-"""Processes the crash tests kill: a process's descendants, and whether a process still runs."""
+"""Processes tests run and kill: a process's descendants, whether a process still runs, and waiting
+for a condition while one does."""
 
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -30,3 +34,16 @@ def running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_while_running(done: Callable[[], bool], what: str, proc: subprocess.Popen, log: Path,
+                       timeout: float = 60, poll: float = 0.1) -> None:
+    """Wait until `done()` while `proc` runs; fail with its log when it exits first or time is up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if done():
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"the process exited ({proc.returncode}) waiting for {what}:\n{log.read_text()}")
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}:\n{log.read_text()}")

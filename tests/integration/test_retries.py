@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
+from helpers.processes import wait_while_running
 from integration.test_cli_errors import HEADWATER, error_line, write_config
 
 FAST_RETRIES = {
@@ -37,17 +37,6 @@ def _ids(out: Path) -> list[int]:
         if record["topic"] == "dbserver1.public.items" and record["value"] is not None:
             ids.append(record["value"]["payload"]["after"]["id"])
     return ids
-
-
-def _wait_for(predicate: Any, what: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if proc.poll() is not None:
-            raise AssertionError(f"headwater exited ({proc.returncode}) waiting for {what}:\n{log.read_text()}")
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}:\n{log.read_text()}")
 
 
 def _slot_active(server: Any, dbname: str) -> bool:
@@ -77,11 +66,11 @@ def test_server_restart_mid_stream_is_retried_without_data_loss(pg_cluster, tmp_
     out, log = tmp_path / "out.jsonl", tmp_path / "run.log"
     proc = _start(config, log)
     try:
-        _wait_for(lambda: len(_ids(out)) >= 50 and _slot_active(server, "postgres"), "the snapshot", proc, log)
+        wait_while_running(lambda: len(_ids(out)) >= 50 and _slot_active(server, "postgres"), "the snapshot", proc, log)
         _insert(server, "postgres", 51, 100)
         server.restart()  # the walsender and every backend are terminated; the server is back shortly
         _insert(server, "postgres", 101, 150)
-        _wait_for(lambda: set(range(1, 151)) <= set(_ids(out)), "all 150 rows", proc, log)
+        wait_while_running(lambda: set(range(1, 151)) <= set(_ids(out)), "all 150 rows", proc, log)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
@@ -99,13 +88,13 @@ def test_terminated_walsender_is_retried(pg_db, tmp_path: Path) -> None:
     out, log = tmp_path / "out.jsonl", tmp_path / "run.log"
     proc = _start(config, log)
     try:
-        _wait_for(lambda: _slot_active(pg_db.server, pg_db.name), "streaming", proc, log)
+        wait_while_running(lambda: _slot_active(pg_db.server, pg_db.name), "streaming", proc, log)
         _insert(pg_db.server, pg_db.name, 1, 10)
-        _wait_for(lambda: len(_ids(out)) >= 10, "the first rows", proc, log)
+        wait_while_running(lambda: len(_ids(out)) >= 10, "the first rows", proc, log)
         pg_db.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
                       "WHERE database = current_database()")
         _insert(pg_db.server, pg_db.name, 11, 20)
-        _wait_for(lambda: set(range(1, 21)) <= set(_ids(out)), "all 20 rows", proc, log)
+        wait_while_running(lambda: set(range(1, 21)) <= set(_ids(out)), "all 20 rows", proc, log)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
@@ -122,7 +111,7 @@ def test_no_retries_stops_with_one_clear_line(pg_db, tmp_path: Path) -> None:
     log = tmp_path / "run.log"
     proc = _start(config, log)
     try:
-        _wait_for(lambda: _slot_active(pg_db.server, pg_db.name), "streaming", proc, log)
+        wait_while_running(lambda: _slot_active(pg_db.server, pg_db.name), "streaming", proc, log)
         pg_db.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
                       "WHERE database = current_database()")
         proc.wait(60)

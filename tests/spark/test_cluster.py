@@ -9,14 +9,13 @@ import json
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
 from helpers.capture import base_properties
+from helpers.processes import wait_while_running
 
 HEADWATER = Path(sys.executable).with_name("headwater")
 
@@ -35,14 +34,6 @@ def _cluster_pipeline(pg_db, tmp_path: Path, slot: str, table: str, sink: dict,
         "spark": {"master": "local-cluster[2,1,1024]", "conf": {"spark.executor.memory": "512m"}},
     }))
     return [str(HEADWATER), "pipeline", str(pipeline)]
-
-
-def _wait_for(what: str, done: Callable[[], bool], proc: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert proc.poll() is None, f"the pipeline exited ({proc.returncode}) before {what}"
-        assert time.monotonic() < deadline, f"no {what} after {timeout:.0f} s"
-        time.sleep(2)
 
 
 @pytest.mark.timeout(1200)
@@ -88,10 +79,11 @@ def test_delta_pipeline_with_typed_snapshot_rows_on_a_local_cluster(pg_db, spark
         return sorted(tuple(r) for r in spark.read.format("delta").load(str(table)).selectExpr(
             "id", "owner", "balance", "unix_micros(opened)", "active").collect())
 
-    log_file = (tmp_path / "pipeline.log").open("w")
+    log = tmp_path / "pipeline.log"
+    log_file = log.open("w")
     proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, cwd=tmp_path)
     try:
-        _wait_for("snapshot in the lake", lambda: len(lake()) == 2500, proc, 600)
+        wait_while_running(lambda: len(lake()) == 2500, "the snapshot in the lake", proc, log, 600, poll=2)
         # the snapshot went the typed way: its change-log append carries the typed path's write id
         commits = "".join(p.read_text() for p in sorted((changelog / "_delta_log").glob("*.json")))
         assert ":changelog:rows" in commits
@@ -100,7 +92,7 @@ def test_delta_pipeline_with_typed_snapshot_rows_on_a_local_cluster(pg_db, spark
         pg_db.execute("UPDATE accounts SET id = id + 10000 WHERE id = 20")
         source = sorted(pg_db.execute("SELECT id, owner, balance, (extract(epoch FROM opened) * 1000000)::bigint, "
                                       "active FROM accounts"))
-        _wait_for("streamed changes in the lake", lambda: lake() == source, proc, 300)
+        wait_while_running(lambda: lake() == source, "the streamed changes in the lake", proc, log, 300, poll=2)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=180) == 0
     finally:
@@ -108,7 +100,7 @@ def test_delta_pipeline_with_typed_snapshot_rows_on_a_local_cluster(pg_db, spark
             proc.kill()
             proc.wait()
         log_file.close()
-        print((tmp_path / "pipeline.log").read_text()[-3000:])
+        print(log.read_text()[-3000:])
 
     assert len(lake()) == 2490
     ops = {r["op"]: r["n"] for r in spark.read.format("delta").load(str(changelog))
