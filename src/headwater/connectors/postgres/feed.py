@@ -207,14 +207,15 @@ class PgWorkDecoder(WorkDecoder):
                 # a data message or COMMIT of a transaction is message number tx_msgs + 1 of it; a
                 # non-transactional message is ordered by its own LSN
                 if pos.final_lsn is not None:
-                    current[0] = position_key(pos.final_lsn, pos.tx_msgs + 1)[:32]
+                    major, minor = pos.final_lsn, pos.tx_msgs + 1
                 else:
-                    current[0] = position_key(lsn, 0)[:32]
-                current[1] = 0
+                    major, minor = lsn, 0
                 if typed is not None and payload[0] in DATA_CHANGES:
                     captured = registry.get(relation_oid(payload))
-                    if captured is not None and typed.take(captured, payload, lsn, current[0], pos):
+                    if captured is not None and typed.take(captured, payload, lsn, major, minor, pos):
                         continue
+                current[0] = position_key(major, minor)[:32]
+                current[1] = 0
                 builder.handle(payload, lsn)
         return out
 

@@ -4,15 +4,17 @@ The streaming counterpart of :mod:`typed_snapshot`. A lake sink turns each chang
 a row: Python builds the event (row dict, envelope, source block), the JSON converter writes it,
 and the sink parses it again — most of a streamed row's cost. For a table with a typed layout
 (every value column has an exact typed form, see :func:`typed_snapshot.typed_layout`), inserts,
-plain updates and deletes skip all of that: the text values pgoutput sent are gathered per column
-and cast by pyarrow into the types the sink stores, with what the events would say per row (op,
-ordering position, commit time, LSN, transaction id, the previous commit's LSN for
-``source.sequence``).
+plain updates and deletes skip all of that: a message is taken on its first bytes (type, old-tuple
+marker), the tuples of a run of them are parsed together into Arrow text columns
+(:mod:`tuple_columns`) and cast by pyarrow into the types the sink stores, with what the events
+would say per row (op, ordering position, commit time, LSN, transaction id, the previous commit's
+LSN for ``source.sequence``).
 
 Only what an event would carry exactly goes this way. These stay events, built by the usual
 path: an update with an old tuple (a primary-key change becomes a delete and a create;
 ``REPLICA IDENTITY FULL`` gives a ``before``), a row with an unchanged-TOAST value (the sink
-keeps the stored value for it), every change while ``xmin.fetch.interval.ms`` puts the slot's
+keeps the stored value for it; found when the run is parsed, the row is built as its event
+then), every change while ``xmin.fetch.interval.ms`` puts the slot's
 xmin in the source block, every change with ``provide.transaction.metadata`` (each event carries
 its ``transaction`` block, and the END record counts the events), and every change of a run
 whose values pyarrow does not accept (``NaN``, ``infinity``, BC dates): that run is built as
@@ -28,12 +30,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from headwater.connectors.postgres import pgoutput as pg
 from headwater.connectors.postgres.events import BuilderSettings, StreamPosition, event_failed
 from headwater.connectors.postgres.schemas import CapturedTable
 from headwater.connectors.postgres.source_info import source_block
+from headwater.connectors.postgres.tuple_columns import tuple_columns
 from headwater.connectors.postgres.typed_snapshot import (
     EVENT_MS,
     LAST_COMMIT_LSN,
@@ -43,9 +47,10 @@ from headwater.connectors.postgres.typed_snapshot import (
     TS_US,
     TXID,
     TypedLayout,
+    stream_positions,
     typed_layout,
 )
-from headwater.engine.feed import PositionedRecord
+from headwater.engine.feed import PositionedRecord, position_key
 from headwater.engine.records import SourceRecord
 from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE
 
@@ -57,46 +62,82 @@ DEFAULT_BATCH_ROWS = 65_536
 
 @dataclass
 class TypedRun:
-    """Gathered rows of one table version and one op, in arrival order."""
+    """Gathered messages of one table version and one op, in arrival order, undecoded: their
+    tuples are parsed together when the run is converted (:mod:`tuple_columns`)."""
 
     captured: CapturedTable
     layout: TypedLayout
     op: str
-    raws: list[list[Any]] = field(default_factory=list)  # the tuples as pgoutput sent them
-    positions: list[str] = field(default_factory=list)
+    payloads: list[bytes] = field(default_factory=list)  # the I/U/D messages as pgoutput sent them
+    majors: list[int] = field(default_factory=list)  # the position prefix: commit LSN (or LSN) ...
+    minors: list[int] = field(default_factory=list)  # ... and message number in the transaction
     lsns: list[int] = field(default_factory=list)
     txids: list[int | None] = field(default_factory=list)
     commit_ts_us: list[int] = field(default_factory=list)
     last_commits: list[int | None] = field(default_factory=list)
 
-    def add(self, raw: list[Any], position: str, lsn: int, xid: int | None, commit_ts_us: int,
+    def add(self, payload: bytes, major: int, minor: int, lsn: int, xid: int | None, commit_ts_us: int,
             last_commit_lsn: int | None) -> None:
-        self.raws.append(raw)
-        self.positions.append(position)
+        self.payloads.append(payload)
+        self.majors.append(major)
+        self.minors.append(minor)
         self.lsns.append(lsn)
         self.txids.append(xid)
         self.commit_ts_us.append(commit_ts_us)
         self.last_commits.append(last_commit_lsn)
 
     def __len__(self) -> int:
-        return len(self.raws)
+        return len(self.payloads)
 
-    def to_batch(self) -> pa.RecordBatch:
-        """The rows as typed columns plus the per-row event columns; raises pyarrow.ArrowInvalid
-        (or ArrowNotImplementedError) for a value without an exact typed form."""
-        raws = self.raws
+    def raw(self, i: int) -> list[Any]:
+        """Row `i`'s tuple, decoded one by one (raises pgoutput.ProtocolError for a malformed one)."""
+        msg = pg.decode(self.payloads[i])
+        return msg.old if self.op == OP_DELETE else msg.new
+
+    def subset(self, rows: list[int]) -> TypedRun:
+        """A run of these rows only."""
+        out = TypedRun(self.captured, self.layout, self.op)
+        for i in rows:
+            out.add(self.payloads[i], self.majors[i], self.minors[i], self.lsns[i], self.txids[i],
+                    self.commit_ts_us[i], self.last_commits[i])
+        return out
+
+    def position(self, i: int, record: int = 0) -> str:
+        return position_key(self.majors[i], self.minors[i], record)
+
+    def to_batch(self) -> tuple[pa.RecordBatch, list[int]]:
+        """The rows as typed columns plus the per-row event columns, and the rows left out: those
+        whose tuple is not plain text and NULL values (an unchanged-TOAST value, a malformed
+        tuple), which go the event path. Raises pyarrow.ArrowInvalid (or ArrowNotImplementedError)
+        for a value without an exact typed form."""
+        parsed = tuple_columns(self.payloads, _TUPLE_AT, self.layout.raw_count)
+        fast = parsed.fast
         arrays: list[pa.Array] = []
         names: list[str] = []
         for name, index, arrow in self.layout.fields:
-            arrays.append(_typed(pa.array([raw[index] for raw in raws], pa.string()), arrow))
+            arrays.append(_typed(parsed.text(index), arrow))
             names.append(name)
-        n = len(raws)
-        arrays += [pa.array(self.positions, pa.string()), pa.array(self.commit_ts_us, pa.int64()),
-                   pa.repeat(pa.scalar(self.op, pa.string()), n), pa.array(self.lsns, pa.int64()),
-                   pa.array(self.txids, pa.int64()), pa.array(self.last_commits, pa.int64()),
+        n = int(fast.sum())
+
+        def column(values: list[Any], kind: pa.DataType) -> pa.Array:
+            array = pa.array(values, kind)
+            return array if n == len(values) else array.filter(pa.array(fast))
+
+        majors = np.array(self.majors, dtype=np.uint64)[fast]
+        minors = np.array(self.minors, dtype=np.uint64)[fast]
+        arrays += [stream_positions(majors, minors), column(self.commit_ts_us, pa.int64()),
+                   pa.repeat(pa.scalar(self.op, pa.string()), n), column(self.lsns, pa.int64()),
+                   column(self.txids, pa.int64()), column(self.last_commits, pa.int64()),
                    pa.repeat(pa.scalar(time.time_ns() // 1_000_000, pa.int64()), n)]
         names += [POSITION, TS_US, OP, LSN, TXID, LAST_COMMIT_LSN, EVENT_MS]
-        return pa.RecordBatch.from_arrays(arrays, names=names)
+        return pa.RecordBatch.from_arrays(arrays, names=names), parsed.slow_rows()
+
+
+# where the tuple of a taken message starts: after the type byte, the relation OID and the 'N'
+# (the new tuple of an insert or an update without an old one) or the 'K' / 'O' (a delete's old)
+_TUPLE_AT = 6
+_NEW, _KEY, _OLD = ord("N"), ord("K"), ord("O")
+_INSERT, _UPDATE, _DELETE = ord("I"), ord("U"), ord("D")
 
 
 def _typed(text: pa.Array, arrow: pa.DataType) -> pa.Array:
@@ -137,27 +178,28 @@ class TypedChanges:
         self._runs: dict[tuple[int, str], TypedRun] = {}
         self._full: list[TypedRun] = []
 
-    def take(self, captured: CapturedTable, payload: bytes, lsn: int, position: str, pos: StreamPosition) -> bool:
+    def take(self, captured: CapturedTable, payload: bytes, lsn: int, major: int, minor: int,
+             pos: StreamPosition) -> bool:
         """Gather this I/U/D message of `captured` as a typed row (True), or leave it to the event
-        path (False: nothing was changed, `pos` included). `position` is the message's record
-        position prefix."""
+        path (False: nothing was changed, `pos` included). `major` and `minor` are the message's
+        position (``engine.feed.position_key``).
+
+        Decided from the message's first bytes; its tuple is parsed with the run's. A row whose
+        tuple turns out to hold an unchanged-TOAST value is built as an event then."""
         if self.settings.provide_transaction_metadata:
             # each event carries its transaction block, and the END record counts the events
             return False
         layout, _ = self._layout(captured)
-        if layout is None or pos.xmin is not None:
+        if layout is None or pos.xmin is not None or len(payload) <= _TUPLE_AT:
             return False
-        msg = pg.decode(payload)
-        kind = type(msg)
-        if kind is pg.Insert:
-            op, raw = OP_CREATE, msg.new
-        elif kind is pg.Update:
-            if msg.old is not None:  # a key change or REPLICA IDENTITY FULL: the event has a before
-                return False
-            op, raw = OP_UPDATE, msg.new
+        kind, marker = payload[0], payload[_TUPLE_AT - 1]
+        if kind == _INSERT and marker == _NEW:
+            op = OP_CREATE
+        elif kind == _UPDATE and marker == _NEW:  # no old tuple ('K' / 'O': a key change or FULL)
+            op = OP_UPDATE
+        elif kind == _DELETE and (marker == _KEY or marker == _OLD):
+            op = OP_DELETE
         else:
-            op, raw = OP_DELETE, msg.old
-        if raw is None or any(v is pg.UNCHANGED_TOAST for v in raw):
             return False
         if not pos.data() or op in self.settings.skipped_operations:
             return True  # delivered before a restart, or skipped.operations
@@ -165,7 +207,7 @@ class TypedChanges:
         run = self._runs.get(key)
         if run is None:
             run = self._runs[key] = TypedRun(captured, layout, op)
-        run.add(raw, position + "00000000", lsn, pos.xid, pos.commit_ts_us, pos.last_commit_lsn)
+        run.add(payload, major, minor, lsn, pos.xid, pos.commit_ts_us, pos.last_commit_lsn)
         if len(run) >= self.batch_rows:
             self._full.append(self._runs.pop(key))
         return True
@@ -210,13 +252,16 @@ class TypedChanges:
         _, template = self._layout(run.captured)
         assert template is not None
         try:
-            rows = run.to_batch()
+            rows, slow = run.to_batch()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             log.info("table %s: a streamed value has no exact typed form (%s); %d change(s) are built as events",
                      run.captured.collection, str(exc).splitlines()[0][:200], len(run))
             yield from self._events(run)
             return
-        yield TypedChange(template, run.op, rows)
+        if rows.num_rows:
+            yield TypedChange(template, run.op, rows)
+        if slow:  # an unchanged-TOAST value (the sink keeps the stored one) or a tuple to decode alone
+            yield from self._events(run.subset(slow))
 
     def _events(self, run: TypedRun) -> Iterator[PositionedRecord]:
         """The run's rows as the events the event path builds (the same positions, source blocks
@@ -225,7 +270,8 @@ class TypedChanges:
         table_id = captured.table.id
         out: list[SourceRecord] = []
         dispatcher = s.dispatcher(lambda r: out.append(r) if isinstance(r, SourceRecord) else None, lambda: {})
-        for i, raw in enumerate(run.raws):
+        for i in range(len(run)):
+            raw = run.raw(i)
             lsn, xid = run.lsns[i], run.txids[i]
             source = source_block(s.server, s.dbname, ts_us=run.commit_ts_us[i], snapshot="false",
                                   schema=table_id.schema or "", table=table_id.table, tx_id=xid, lsn=lsn,
@@ -240,7 +286,6 @@ class TypedChanges:
             dispatcher.dispatch_change(captured.schema, captured.topic, run.op, before, after, source,
                                        collection=captured.collection, tx_id=f"{xid}:{lsn}",
                                        tx_ts_ms=run.commit_ts_us[i] // 1000)
-            prefix = run.positions[i][:-8]
             for n, record in enumerate(out):
-                yield PositionedRecord(f"{prefix}{n:08X}", record)
+                yield PositionedRecord(run.position(i, n), record)
             out.clear()

@@ -170,21 +170,43 @@ def parse_csv(data: bytes, layout: TypedLayout) -> pa.Table:
 _HEX_DIGITS = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 
 
+def _hex(numbers: np.ndarray, digits: int) -> np.ndarray:
+    """Unsigned `numbers` as `digits` upper-case hex digits each: a (len, digits) byte matrix."""
+    text = np.empty((len(numbers), digits), dtype=np.uint8)
+    for digit in range(digits):
+        text[:, digits - 1 - digit] = _HEX_DIGITS[(numbers >> np.uint64(4 * digit)) & np.uint64(0xF)]
+    return text
+
+
+def _string_rows(text: np.ndarray) -> pa.Array:
+    """The rows of a byte matrix as a string array."""
+    count, width = text.shape
+    offsets = np.arange(0, width * (count + 1), width, dtype=np.int32)
+    return pa.Array.from_buffers(pa.string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(text)])
+
+
 def numbered_positions(prefix: str, start: int, count: int) -> pa.Array:
     """``prefix`` + the numbers ``start .. start + count`` as 8 upper-case hex digits each (the
     event path's ``f"{prefix}{n:08X}"``), built as one byte matrix: a Python string per row cost
     ~1.5 µs, more than parsing the row's CSV."""
     head = prefix.encode("ascii")
-    width = len(head) + 8
     numbers = np.arange(start, start + count, dtype=np.uint64)
     if count and int(numbers[-1]) > 0xFFFFFFFF:
         raise ValueError(f"row number {int(numbers[-1])} does not fit 8 hex digits")
-    text = np.empty((count, width), dtype=np.uint8)
+    text = np.empty((count, len(head) + 8), dtype=np.uint8)
     text[:, :len(head)] = np.frombuffer(head, dtype=np.uint8)
-    for digit in range(8):
-        text[:, width - 1 - digit] = _HEX_DIGITS[(numbers >> np.uint64(4 * digit)) & np.uint64(0xF)]
-    offsets = np.arange(0, width * (count + 1), width, dtype=np.int32)
-    return pa.Array.from_buffers(pa.string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(text)])
+    text[:, len(head):] = _hex(numbers, 8)
+    return _string_rows(text)
+
+
+def stream_positions(majors: np.ndarray, minors: np.ndarray) -> pa.Array:
+    """The positions of streamed messages' first records, ``engine.feed.position_key(major,
+    minor)`` per row (uint64 arrays), as one byte matrix."""
+    text = np.empty((len(majors), 40), dtype=np.uint8)
+    text[:, :16] = _hex(majors, 16)
+    text[:, 16:32] = _hex(minors, 16)
+    text[:, 32:] = ord("0")
+    return _string_rows(text)
 
 
 MarkerFn = Callable[[bool, bool, bool, bool], str]
