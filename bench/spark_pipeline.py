@@ -191,6 +191,8 @@ class SparkBench(Bench):
             **({"maxRowsPerBatch": str(self.args.max_rows_per_batch)} if self.args.max_rows_per_batch else {}),
             **({"readAheadMessages": str(self.args.read_ahead_messages)} if self.args.read_ahead_messages else {}),
             **({"snapshotDelivery": self.args.snapshot_delivery} if self.args.snapshot_delivery else {}),
+            **({"streamTaskMessages": str(self.args.stream_task_messages)} if self.args.stream_task_messages
+               else {}),
         }
 
     def spark_run(self, name: str, rows: int, slot: str, checkpoint: Path, delta: Path,
@@ -382,6 +384,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--parallelism", type=int, default=None, help="source option snapshotParallelism")
     p.add_argument("--max-rows-per-batch", type=int, default=None, help="source option maxRowsPerBatch")
     p.add_argument("--read-ahead-messages", type=int, default=None, help="source option readAheadMessages")
+    p.add_argument("--stream-task-messages", type=int, default=None, help="source option streamTaskMessages")
     p.add_argument("--snapshot-delivery", choices=("events", "rows"), default=None,
                    help="source option snapshotDelivery (default: the pipeline's choice, rows for Delta sinks)")
     p.add_argument("--changelog", action="store_true", help="also write the Delta change-log tables "

@@ -7,9 +7,11 @@ Options are the connector properties of the standalone runner (``database.hostna
 - ``snapshotChunkRows`` — rows per snapshot chunk (default 100,000): each chunk is one task;
 - ``snapshotParallelism`` — at most this many snapshot tasks (chunks are spread over them);
   default: one task per chunk, Spark runs as many at once as it has task slots;
-- ``streamTaskMessages`` — replication messages per streaming task (default 16,384): the reader
+- ``streamTaskMessages`` — replication messages per streaming task (default 65,536): the reader
   hands over runs of messages as they arrive (often a few dozen at a time), and a task per run
-  would cost more in scheduling than in decoding; a task also stops at ~64 MiB of messages;
+  would cost more in scheduling than in decoding; a task also stops at ~64 MiB of messages. On a
+  cluster with many cores and batches of a few hundred thousand messages, a lower value spreads
+  a batch over more of them;
 - ``headers`` — ``true`` (default); ``false`` leaves the ``headers`` column null (the pipeline
   runner sets it when every sink is a Delta sink, which ignores headers: they were ~40 % of a
   streamed record's bytes);
@@ -77,8 +79,10 @@ _TYPED_ROWS = 65_536
 _ARROW_ROWS = 4096
 DEFAULT_SNAPSHOT_IDLE_S = 300  # batch reads: the exported snapshot waits this long for a task
 # streaming work per task: a 1M-row transaction arrived in ~24,000 runs of ~40 messages, and one
-# task per run spent more time being scheduled and set up than decoding (bench/spark_pipeline.py)
-DEFAULT_STREAM_TASK_MESSAGES = 16_384
+# task per run spent more time being scheduled and set up than decoding (bench/spark_pipeline.py).
+# Since rows are decoded in bulk (typed_changes) a task's fixed cost weighs more: 100k 10-row
+# transactions took ~40 s in 19 tasks of 65,536 messages against ~49 s in 75 tasks of 16,384
+DEFAULT_STREAM_TASK_MESSAGES = 65_536
 # and at most about this many message bytes per task (wide rows: each partition is pickled whole)
 STREAM_TASK_BYTES = 64 << 20
 
