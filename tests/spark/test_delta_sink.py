@@ -351,6 +351,47 @@ def test_a_creation_killed_before_its_first_commit_is_redone(spark, tmp_path):
     assert delta_rows(spark, sink.table_path(lines[0]["topic"]), ["id"]) == model(feed.fed)[lines[0]["topic"]]
 
 
+def _nullable_key(line: dict[str, Any], key: Any) -> dict[str, Any]:
+    """A customers event keyed by an optional field (message.key.columns on a nullable column)."""
+    line = copy.deepcopy(line)
+    line["key"]["schema"]["fields"][0]["optional"] = True
+    line["key"]["payload"]["id"] = key
+    for part in line["value"]["schema"]["fields"]:
+        if part["field"] in ("before", "after"):
+            part["fields"][0]["optional"] = True
+    for side in ("before", "after"):
+        if line["value"]["payload"][side] is not None:
+            line["value"]["payload"][side]["id"] = key
+    return line
+
+
+@pytest.mark.parametrize("rewrite_fraction", ["0", "inf"])  # the rewrite's join / the MERGE
+def test_keys_that_may_be_null_match_null_safely(spark, tmp_path, rewrite_fraction):
+    """A primary key is matched with `=` (Spark then keeps the batch's key partitioning); a key
+    whose schema allows NULL keeps `<=>`, so the row keyed NULL is updated, not inserted again."""
+    from headwater.spark.sinks.delta import DeltaSink
+
+    crud = [line for line in golden("basic_crud") if line["topic"].endswith("customers")]
+    create, update = crud[0], next(line for line in crud if line["value"]["payload"]["op"] == "u")
+    feed = Feed()
+    sink = DeltaSink(spark, str(tmp_path / "lake"), options={"rewrite.fraction": rewrite_fraction})
+    first = feed.frame(spark, [create])
+    sink.write(first, 0)
+    summary = sink._summaries(first, first.limit(0))[create["topic"]]
+    assert sink._topic(summary, None).key_not_null  # the golden key: a primary key
+
+    other = DeltaSink(spark, str(tmp_path / "nullable"), options={"rewrite.fraction": rewrite_fraction})
+    batch = feed.frame(spark, [_nullable_key(create, None), _nullable_key(create, 7)])
+    other.write(batch, 0)
+    other.write(feed.frame(spark, [_nullable_key(update, None)]), 1)
+    rows = spark.read.format("delta").load(other.table_path(create["topic"])).collect()
+    after = update["value"]["payload"]["after"]
+    assert sorted((r["id"] is None, r["first_name"]) for r in rows) == [
+        (False, create["value"]["payload"]["after"]["first_name"]), (True, after["first_name"])]
+    summary = other._summaries(batch, batch.limit(0))[create["topic"]]
+    assert not other._topic(summary, None).key_not_null
+
+
 def test_tables_with_a_change_data_feed_always_merge(spark, tmp_path):
     """A rewrite would show every row as changed to the change data feed's readers."""
     from headwater.spark.sinks.delta import DeltaSink
