@@ -59,6 +59,12 @@ log = logging.getLogger(__name__)
 # rows of one table and op gathered before they are converted and handed on
 DEFAULT_BATCH_ROWS = 65_536
 
+# where the tuple of a taken message starts: after the type byte, the relation OID and the 'N'
+# (the new tuple of an insert or an update without an old one) or the 'K' / 'O' (a delete's old)
+_TUPLE_AT = 6
+_NEW, _KEY, _OLD = ord("N"), ord("K"), ord("O")
+_INSERT, _UPDATE, _DELETE = ord("I"), ord("U"), ord("D")
+
 
 @dataclass
 class TypedRun:
@@ -131,13 +137,6 @@ class TypedRun:
                    pa.repeat(pa.scalar(time.time_ns() // 1_000_000, pa.int64()), n)]
         names += [POSITION, TS_US, OP, LSN, TXID, LAST_COMMIT_LSN, EVENT_MS]
         return pa.RecordBatch.from_arrays(arrays, names=names), parsed.slow_rows()
-
-
-# where the tuple of a taken message starts: after the type byte, the relation OID and the 'N'
-# (the new tuple of an insert or an update without an old one) or the 'K' / 'O' (a delete's old)
-_TUPLE_AT = 6
-_NEW, _KEY, _OLD = ord("N"), ord("K"), ord("O")
-_INSERT, _UPDATE, _DELETE = ord("I"), ord("U"), ord("D")
 
 
 def _typed(text: pa.Array, arrow: pa.DataType) -> pa.Array:
