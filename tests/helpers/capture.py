@@ -40,6 +40,8 @@ class RunningCapture:
 
     def __init__(self, props: Mapping[str, str], out: Path) -> None:
         self.out = out
+        self.offsets_file = Path(props["offset.storage.file.filename"]) if "offset.storage.file.filename" in props \
+            else None
         self.config = cfg.from_properties(dict(props), sink_type="jsonl", sink={"path": str(out)})
         self.engine = build_engine(self.config)
         self.stop_event = threading.Event()
@@ -80,6 +82,29 @@ def wait_slot_active(db: Any, slot: str, capture: RunningCapture | None = None, 
             return
         time.sleep(0.1)
     raise AssertionError(f"slot {slot} not active after {timeout}s")
+
+
+def wait_snapshot_done(db: Any, capture: RunningCapture, timeout: float = 5) -> None:
+    """Until the engine's initial snapshot has read its tables. The slot is active from its
+    creation, before the snapshot has read anything, and TRUNCATE is not MVCC-safe: a workload
+    that truncates a table before the snapshot reads it makes the table look empty to the
+    snapshot (a conformance run once lost its snapshot events that way). Done when the snapshot's
+    last record is out, or when its offset is stored and its reading connection is gone (a
+    snapshot of empty tables has no records). An ordering aid, not a check: after `timeout` the
+    caller goes on, and its own assertions decide."""
+    deadline = time.monotonic() + timeout
+    seen_reading = False
+    while time.monotonic() < deadline:
+        if not capture.thread.is_alive():
+            return  # the caller's next step reports the engine's error
+        if capture.out.exists() and b'"snapshot":"last"' in capture.out.read_bytes():
+            return
+        reading = db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'headwater-snapshot' "
+                             "AND datname = current_database()")[0][0]
+        if not reading and (seen_reading or (capture.offsets_file is not None and capture.offsets_file.exists())):
+            return
+        seen_reading = seen_reading or bool(reading)
+        time.sleep(0.05)
 
 
 def emit_sentinel_and_wait(db: Any, capture: RunningCapture, timeout: float = 60, quiet: float = 1.0) -> str:

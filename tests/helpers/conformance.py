@@ -8,7 +8,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from helpers.capture import RunningCapture, base_properties, drop_sentinels, emit_sentinel_and_wait, wait_slot_active
+from helpers.capture import (
+    RunningCapture,
+    base_properties,
+    drop_sentinels,
+    emit_sentinel_and_wait,
+    wait_slot_active,
+    wait_snapshot_done,
+)
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
 
@@ -66,6 +73,7 @@ def run_scenario(scenario: Path, golden: Path, pg_db: Any, tmp_path: Path,
     capture = RunningCapture(props, tmp_path / "out.jsonl").start()
     try:
         wait_slot_active(pg_db, slot, capture)
+        wait_snapshot_done(pg_db, capture)
         pg_db.psql(scenario / "workload.sql")
         emit_sentinel_and_wait(pg_db, capture)
     finally:
