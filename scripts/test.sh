@@ -19,10 +19,11 @@ echo "test: ruff check ${lint_dirs[*]}"
 # the workers in collection order, which tests/conftest.py starts with the longest files
 # (xdist's default reorder would put files with few tests, the longest ones among them, last).
 # HEADWATER_TEST_WORKERS=0 runs everything in one process.
+# --durations: the slowest tests at the end of the log, to keep the suite's time in view.
 workers="${HEADWATER_TEST_WORKERS:-2}"
-echo "test: pytest -q -n $workers --dist loadfile --no-loadscope-reorder $*"
+echo "test: pytest -q -n $workers --dist loadfile --no-loadscope-reorder --durations=25 $*"
 rc=0
-.venv/bin/pytest -q -n "$workers" --dist loadfile --no-loadscope-reorder "$@" || rc=$?
+.venv/bin/pytest -q -n "$workers" --dist loadfile --no-loadscope-reorder --durations=25 "$@" || rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "test: FAILED: pytest collected no tests (exit 5) — a wrong path or filter, or the tests are missing" >&2
 fi

@@ -1,5 +1,5 @@
 """`headwater pipeline` on a multi-process Spark cluster (`local-cluster`: a master, a worker and
-executor JVMs with their own Python workers), so that nothing relies on the driver and the
+an executor JVM with its own Python workers), so that nothing relies on the driver and the
 executors sharing a process: the raw replication messages and snapshot chunks reach the
 executors inside the partitions, and the executors build the events."""
 
@@ -31,7 +31,9 @@ def _cluster_pipeline(pg_db, tmp_path: Path, slot: str, table: str, sink: dict,
     pipeline = tmp_path / "pipeline.yaml"
     pipeline.write_text(yaml.safe_dump({
         "source": props, "sinks": [sink], "checkpoint": "checkpoint", "trigger": trigger or {"availableNow": True},
-        "spark": {"master": "local-cluster[2,1,1024]", "conf": {"spark.executor.memory": "512m"}},
+        # one executor JVM with two cores: a process of its own is what the test needs; a second
+        # executor JVM would double the cold start (class loading, JIT) on a 2-core machine
+        "spark": {"master": "local-cluster[1,2,1024]", "conf": {"spark.executor.memory": "768m"}},
     }))
     return [str(HEADWATER), "pipeline", str(pipeline)]
 
@@ -87,9 +89,10 @@ def test_delta_pipeline_with_typed_snapshot_rows_on_a_local_cluster(pg_db, spark
         # the snapshot went the typed way: its change-log append carries the typed path's write id
         commits = "".join(p.read_text() for p in sorted((changelog / "_delta_log").glob("*.json")))
         assert ":changelog:rows" in commits
-        pg_db.execute("UPDATE accounts SET balance = balance + 1, active = NOT active WHERE id <= 10")
-        pg_db.execute("DELETE FROM accounts WHERE id > 2490")
-        pg_db.execute("UPDATE accounts SET id = id + 10000 WHERE id = 20")
+        # one transaction, so one micro-batch (each costs half a minute of cold executor JVM)
+        pg_db.execute("UPDATE accounts SET balance = balance + 1, active = NOT active WHERE id <= 10; "
+                      "DELETE FROM accounts WHERE id > 2490; "
+                      "UPDATE accounts SET id = id + 10000 WHERE id = 20")
         source = sorted(pg_db.execute("SELECT id, owner, balance, (extract(epoch FROM opened) * 1000000)::bigint, "
                                       "active FROM accounts"))
         wait_while_running(lambda: lake() == source, "the streamed changes in the lake", proc, log, 300, poll=2)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -35,14 +38,21 @@ def _read_topics(directory: Path) -> dict[str, list[dict]]:
     return out
 
 
-def test_pipeline_writes_debezium_records_per_topic_and_batch(spark, pg_db, tmp_path):
+def test_pipeline_writes_debezium_records_per_topic_and_batch(spark, pg_db, tmp_path, caplog):
     scenario = CONFORMANCE / "scenarios" / "basic_crud"
     pg_db.psql(scenario / "setup.sql")
     props = base_properties(pg_db, tmp_path, "hwp_basic")
     for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
         props.pop(key)
     spec = load_pipeline(_pipeline_file(tmp_path, props))
+    caplog.set_level(logging.INFO, logger="headwater.spark.pipeline")
     Pipeline(spec, spark=spark).start().await_termination(300)   # the snapshot
+    # each batch is logged: the sinks' times, then Spark's progress (from the listener bus, later)
+    assert re.search(r"batch 0 written: jsonl \d+\.\d s", caplog.text), caplog.text
+    deadline = time.monotonic() + 30
+    while not re.search(r"batch 0: \d+ source rows in \d+\.\d s \(.*addBatch", caplog.text):
+        assert time.monotonic() < deadline, f"no progress line for batch 0 in the log:\n{caplog.text}"
+        time.sleep(0.1)
     pg_db.psql(scenario / "workload.sql")
     Pipeline(spec, spark=spark).start().await_termination(300)   # the changes since, from the checkpoint
     topics = _read_topics(tmp_path / "topics")

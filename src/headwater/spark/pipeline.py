@@ -37,6 +37,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,13 +185,17 @@ class Pipeline:
 
     def _write(self, batch: Any, batch_id: int) -> None:
         batch = batch.persist()
+        spent: list[str] = []
         try:
             for sink in self.sinks:
+                started = time.monotonic()
                 sink.write(batch, batch_id)
+                spent.append(f"{_sink_name(sink)} {time.monotonic() - started:.1f} s")
             for observe in self.observers:
                 observe(batch, batch_id)
         finally:
             batch.unpersist()
+        log.info("batch %d written: %s", batch_id, ", ".join(spent) or "no sinks")
 
     def source_options(self) -> dict[str, str]:
         """The source's options: when every sink stores rows (Delta) and nothing else looks at the
@@ -213,6 +218,7 @@ class Pipeline:
 
     def start(self) -> Pipeline:
         spec = self.spec
+        _log_progress(self.spark)
         stream = self.spark.readStream.format("headwater").options(**self.source_options()).load()
         self.query = (stream.writeStream.foreachBatch(self._write)
                       .option("checkpointLocation", str(spec.resolve(str(spec.checkpoint))))
@@ -229,6 +235,45 @@ class Pipeline:
     def stop(self) -> None:
         if self.query is not None and self.query.isActive:
             self.query.stop()
+
+
+def _sink_name(sink: Any) -> str:
+    return type(sink).__name__.removesuffix("Sink").lower()
+
+
+_listening: set[int] = set()  # sessions (by id of their JVM session) that log progress already
+
+
+def _log_progress(spark: Any) -> None:
+    """Log each micro-batch Spark completes: its rows and where its time went (Spark's own
+    durations: planning the offsets, reading, the sinks, the checkpoint's logs)."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    session = id(spark._jsparkSession)
+    if session in _listening:
+        return
+    _listening.add(session)
+
+    class ProgressLog(StreamingQueryListener):
+        def onQueryStarted(self, event: Any) -> None:
+            log.info("query %s started (run %s)", event.name or event.id, event.runId)
+
+        def onQueryProgress(self, event: Any) -> None:
+            p = event.progress
+            if p.numInputRows == 0 and "addBatch" not in p.durationMs:
+                return  # a trigger that found nothing new
+            spent = ", ".join(f"{k} {v / 1000:.1f} s" for k, v in sorted(p.durationMs.items(), key=lambda kv: -kv[1])
+                              if k != "triggerExecution" and v >= 100)
+            log.info("batch %d: %d source rows in %.1f s (%s)", p.batchId, p.numInputRows,
+                     p.durationMs.get("triggerExecution", 0) / 1000, spent or "—")
+
+        def onQueryIdle(self, event: Any) -> None:
+            pass
+
+        def onQueryTerminated(self, event: Any) -> None:
+            log.info("query %s ended%s", event.id, f": {event.exception.splitlines()[0]}" if event.exception else "")
+
+    spark.streams.addListener(ProgressLog())
 
 
 def run_pipeline(path: str | Path) -> int:
