@@ -50,7 +50,7 @@ def test_pipeline_writes_debezium_records_per_topic_and_batch(spark, pg_db, tmp_
     # each batch is logged: the sinks' times, then Spark's progress (from the listener bus, later)
     assert re.search(r"batch 0 written: jsonl \d+\.\d s", caplog.text), caplog.text
     deadline = time.monotonic() + 30
-    while not re.search(r"batch 0: \d+ source rows in \d+\.\d s \(.*addBatch", caplog.text):
+    while not re.search(r"headwater-pipeline batch 0: \d+ source rows in \d+\.\d s \(.*addBatch", caplog.text):
         assert time.monotonic() < deadline, f"no progress line for batch 0 in the log:\n{caplog.text}"
         time.sleep(0.1)
     pg_db.psql(scenario / "workload.sql")

@@ -245,8 +245,9 @@ _listening: set[int] = set()  # sessions (by id of their JVM session) that log p
 
 
 def _log_progress(spark: Any) -> None:
-    """Log each micro-batch Spark completes: its rows and where its time went (Spark's own
-    durations: planning the offsets, reading, the sinks, the checkpoint's logs)."""
+    """Log each micro-batch the session's streaming queries complete: its input rows and where its
+    time went (Spark's own durations: planning the offsets, reading, the sinks, the checkpoint's
+    logs). One listener per session, however many pipelines start in it."""
     from pyspark.sql.streaming import StreamingQueryListener
 
     session = id(spark._jsparkSession)
@@ -264,7 +265,7 @@ def _log_progress(spark: Any) -> None:
                 return  # a trigger that found nothing new
             spent = ", ".join(f"{k} {v / 1000:.1f} s" for k, v in sorted(p.durationMs.items(), key=lambda kv: -kv[1])
                               if k != "triggerExecution" and v >= 100)
-            log.info("batch %d: %d source rows in %.1f s (%s)", p.batchId, p.numInputRows,
+            log.info("%s batch %d: %d source rows in %.1f s (%s)", p.name or p.id, p.batchId, p.numInputRows,
                      p.durationMs.get("triggerExecution", 0) / 1000, spent or "—")
 
         def onQueryIdle(self, event: Any) -> None:

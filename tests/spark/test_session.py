@@ -1,0 +1,42 @@
+"""The SparkSession Headwater builds: Spark's Python processes import the installed, compiled pyspark."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyspark
+
+from headwater.spark.session import compiled_spark_home
+
+
+def test_compiled_spark_home_links_spark_but_not_its_zipped_python(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    home = compiled_spark_home()
+    assert home is not None and home.parent == tmp_path / "cache" / "headwater"
+    installed = Path(pyspark.__file__).resolve().parent
+    assert (home / "jars").resolve() == installed / "jars"
+    assert (home / "bin" / "spark-submit").is_file()
+    assert not (home / "python").exists()  # no python/lib/pyspark.zip on the workers' path
+    assert compiled_spark_home() == home  # made once, then reused
+    assert [p.name for p in home.parent.iterdir()] == [home.name]  # no staging directory left
+
+
+def test_compiled_spark_home_is_none_where_the_cache_cannot_be_written(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    assert compiled_spark_home() is None
+
+
+def test_python_workers_import_the_installed_pyspark(spark):
+    """Set by build_session (the tests' session is one): the JVM got SPARK_HOME = the compiled
+    home, so a task's Python worker imports pyspark from site-packages, not from pyspark.zip."""
+    assert os.environ["SPARK_HOME"] == str(compiled_spark_home())
+
+    def where(_: object) -> str:
+        import pyspark as worker_pyspark
+        return worker_pyspark.__file__
+
+    files = spark.sparkContext.parallelize([0, 1], 2).map(where).collect()
+    assert files == [pyspark.__file__] * 2, files
