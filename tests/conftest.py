@@ -6,7 +6,6 @@ as ``helpers.x`` from any test file, whatever pytest's import mode.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import sys
@@ -23,14 +22,9 @@ if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
 from headwater.embedded.postgres import ThrowawayPostgres, drop_replication_slot  # noqa: E402
+from helpers.jvm import short_lived_jvms  # noqa: E402
 
-# Every JVM the tests start (Spark drivers and executors, `headwater pipeline` subprocesses, the
-# Kafka broker) lives for seconds to minutes on small data: C1 alone compiles enough, and C2's
-# compiler threads would take a core of a 2-core machine from the tests (the local-cluster tests:
-# 196 s → 147 s; the crash test 321 s → 285 s). Benchmarks and real runs keep the default.
-_C1_ONLY = "-XX:TieredStopAtLevel=1"
-if _C1_ONLY not in os.environ.get("JAVA_TOOL_OPTIONS", ""):
-    os.environ["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {_C1_ONLY}".strip()
+short_lived_jvms()  # see helpers/jvm.py: C1 for the JVMs the tests start, not the session's Spark
 
 
 def pytest_configure(config: pytest.Config) -> None:

