@@ -24,18 +24,19 @@ def short_lived_jvms() -> None:
         os.environ[_VAR] = f"{os.environ.get(_VAR, '')} {C1_ONLY}".strip()
 
 
+def _put(value: str | None) -> None:
+    if value is None:
+        os.environ.pop(_VAR, None)
+    else:
+        os.environ[_VAR] = value
+
+
 @contextmanager
 def tiered_jvm() -> Iterator[None]:
     """Launch a long-lived JVM inside this block: the environment as it was before the tests."""
     saved = os.environ.get(_VAR)
-    if _BEFORE is None:
-        os.environ.pop(_VAR, None)
-    else:
-        os.environ[_VAR] = _BEFORE
+    _put(_BEFORE)
     try:
         yield
     finally:
-        if saved is None:
-            os.environ.pop(_VAR, None)
-        else:
-            os.environ[_VAR] = saved
+        _put(saved)
