@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyspark
@@ -40,3 +42,32 @@ def test_python_workers_import_the_installed_pyspark(spark):
 
     files = spark.sparkContext.parallelize([0, 1], 2).map(where).collect()
     assert files == [pyspark.__file__] * 2, files
+
+
+IVY_SETTINGS = """<ivysettings>
+  <settings defaultResolver="empty"/>
+  <resolvers>
+    <filesystem name="empty">
+      <ivy pattern="${ivy.settings.dir}/repo/[organisation]/[module]/[revision]/ivy.xml"/>
+      <artifact pattern="${ivy.settings.dir}/repo/[organisation]/[module]/[revision]/[artifact].[ext]"/>
+    </filesystem>
+  </resolvers>
+</ivysettings>
+"""
+
+
+def test_a_jvm_that_cannot_resolve_its_packages_is_told_as_such(tmp_path):
+    """Spark's own error is "Java gateway process exited before sending its port number"; the
+    session says the packages could not be resolved and what to do. An Ivy that knows only an empty
+    directory stands for a resolution that fails (offline, or a partial ~/.m2)."""
+    settings = tmp_path / "ivysettings.xml"
+    settings.write_text(IVY_SETTINGS)
+    conf = {"spark.jars.packages": "org.example:missing:1.0", "spark.jars.ivySettings": str(settings),
+            "spark.jars.ivy": str(tmp_path / "ivy")}
+    code = ("from headwater.spark.session import build_session\n"
+            f"build_session('unresolvable', master='local[1]', conf={conf!r})\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert done.returncode != 0
+    assert "SparkStartError: Spark's JVM exited while starting" in done.stderr, done.stderr[-3000:]
+    assert "it resolves org.example:missing:1.0 through Ivy first" in done.stderr
+    assert "scripts/fetch_jars.sh" in done.stderr

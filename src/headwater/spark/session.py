@@ -103,6 +103,23 @@ def compiled_spark_home() -> Path | None:
     return home
 
 
+class SparkStartError(RuntimeError):
+    """Spark's JVM exited before the session existed."""
+
+
+def _start_failure(settings: Mapping[str, str]) -> str:
+    """What to tell when the JVM exited while starting: usually the jars it had to resolve."""
+    packages = settings.get("spark.jars.packages")
+    java = os.environ.get("JAVA_HOME") or shutil.which("java") or "no java on PATH and no JAVA_HOME"
+    if packages:
+        return (f"Spark's JVM exited while starting (java: {java}). With no jar directory ({JARS_ENV} unset, no "
+                f".jars/spark in a checkout) it resolves {packages} through Ivy first; the resolution messages "
+                "above say what failed. Fetch the jars once with scripts/fetch_jars.sh (or point "
+                f"{JARS_ENV} at a directory of them), or fix the Ivy settings: a ~/.m2/repository holding a pom "
+                "without its jar makes Ivy's local-m2-cache resolver fail instead of trying Maven Central")
+    return f"Spark's JVM exited while starting (java: {java}); its messages above say why"
+
+
 def under_spark_submit() -> bool:
     """True when spark-submit started this Python (it then owns the master and the deploy mode)."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
@@ -125,7 +142,12 @@ def build_session(app_name: str = "headwater", master: str | None = None,
     settings = {**DEFAULT_CONF, **classpath_conf(), **(conf or {})}
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except RuntimeError as exc:
+        if getattr(exc, "getCondition", lambda: None)() != "JAVA_GATEWAY_EXITED":
+            raise
+        raise SparkStartError(_start_failure(settings)) from exc
     spark.sparkContext.setLogLevel("ERROR")
     from headwater.spark.source import register
 

@@ -29,7 +29,9 @@ Options are the connector properties of the standalone runner (``database.hostna
   when every sink is a Delta sink). Other tables' chunks stay events.
 
 ``spark.read.format("headwater")`` (batch) reads the same snapshot chunks once, without a slot:
-a consistent extract of every captured table (see :class:`HeadwaterBatchReader`).
+a consistent extract of every captured table (see :class:`HeadwaterBatchReader`); it takes
+``snapshotParallelism``, ``snapshotChunkRows``, ``snapshotDelivery``, ``valueFormat`` and
+``headers`` as the stream does.
 
 Where things run: the stream reader (``initialOffset``/``latestOffset``/``partitions``/``commit``)
 lives in one long-lived Python process on the driver and owns the replication connection
@@ -312,7 +314,7 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
         if typed is not None:
             if topic:  # records stay in order
                 yield flush()
-            yield from _typed_record_batches(typed, serializer, schema)
+            yield from _typed_record_batches(typed, serializer, schema, with_headers)
             continue
         records = decoder.decode(item) if changes is None else decoder.decode_changes(item, changes)  # type: ignore[attr-defined]
         for positioned in records:
@@ -327,7 +329,8 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
         yield flush()
 
 
-def _typed_record_batches(typed: Any, serializer: Any, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def _typed_record_batches(typed: Any, serializer: Any, schema: pa.Schema,
+                          headers: bool = True) -> Iterator[pa.RecordBatch]:
     """A typed snapshot chunk as records: one per up to _TYPED_ROWS rows, each carrying them as an
     Arrow IPC stream in `typed_rows`, with the key and value of the table's template record (the
     sink learns the table's schemas from them) and the position of its first row."""
@@ -339,7 +342,8 @@ def _typed_record_batches(typed: Any, serializer: Any, schema: pa.Schema) -> Ite
     record, work, table = typed.template, typed.work, typed.rows
     envelope = record.value
     source = envelope.get("source") or {}
-    key, value, headers = serializer.key(record), serializer.value(record), serializer.header_pairs(record)
+    key, value = serializer.key(record), serializer.value(record)
+    header_pairs = serializer.header_pairs(record) if headers else None
     total = table.num_rows
     out: list[list[Any]] = [[] for _ in range(len(schema))]
     for start, batch in _slices(table, _TYPED_ROWS):
@@ -348,7 +352,7 @@ def _typed_record_batches(typed: Any, serializer: Any, schema: pa.Schema) -> Ite
             batch, prefix=typed.prefix, start=start, total=total, first_in_table=work.first_chunk,
             last_in_table=work.last_chunk, first_table=work.first_table, last_table=work.last_table, ts_us=ts_us,
             marker=snapshot_marker, lsn=work.lsn, txid=work.txid)
-        for column, item in zip(out, (record.topic, key, value, headers, "r", f"{typed.prefix}{start:08X}",
+        for column, item in zip(out, (record.topic, key, value, header_pairs, "r", f"{typed.prefix}{start:08X}",
                                       ts_us // 1000, source.get("db"), source.get("schema") or None,
                                       source.get("table") or None, typed_snapshot.to_ipc(full), batch.num_rows)):
             column.append(item)
@@ -483,7 +487,9 @@ class HeadwaterBatchReader(DataSourceReader):
             feed.close()
         if not items:  # nothing captured: one task that reads nothing
             return [WorkPartition(decoder, serializer, [])]
-        return _partitions(decoder, serializer, items, self.settings.snapshot_parallelism)
+        return _partitions(decoder, serializer, items, self.settings.snapshot_parallelism,
+                           typed_rows=self.settings.snapshot_delivery == "rows",
+                           payload_values=self.settings.value_format == "payload", headers=self.settings.headers)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, WorkPartition)
