@@ -134,6 +134,7 @@ def build_session(app_name: str = "headwater", master: str | None = None,
         home = compiled_spark_home()
         if home is not None:
             os.environ["SPARK_HOME"] = str(home)
+    from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
@@ -144,8 +145,8 @@ def build_session(app_name: str = "headwater", master: str | None = None,
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()
-    except RuntimeError as exc:
-        if getattr(exc, "getCondition", lambda: None)() != "JAVA_GATEWAY_EXITED":
+    except PySparkRuntimeError as exc:
+        if exc.getCondition() != "JAVA_GATEWAY_EXITED":
             raise
         raise SparkStartError(_start_failure(settings)) from exc
     spark.sparkContext.setLogLevel("ERROR")
