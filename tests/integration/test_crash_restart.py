@@ -148,9 +148,12 @@ class Runner:
         raise AssertionError(f"sentinel never arrived\n{self.logs()}")
 
     def segments(self) -> list[list[dict[str, Any]]]:
-        """The output split per run (at the sizes recorded after each SIGKILL), parsed line by line."""
+        """The output split per run (at the sizes recorded after each SIGKILL), parsed line by line.
+        Until the next run starts, a killed run may have left half a line after its boundary (a
+        SIGKILL in the middle of a write): that next run cuts it, and it is no run's output."""
         data = self.out.read_bytes()
-        cuts = [0, *self.boundaries, len(data)]
+        restarted = self.runs > len(self.boundaries)
+        cuts = [0, *self.boundaries, *([len(data)] if restarted else [])]
         out = []
         for i in range(len(cuts) - 1):
             chunk = data[cuts[i]:cuts[i + 1]]

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from headwater.config import ConfigError
+from headwater.embedded.postgres import drop_replication_slot
 from headwater.spark.pipeline import Pipeline, load_pipeline, parse_pipeline
 from helpers.capture import base_properties, drop_sentinels
 from helpers.conformance import describe_diff, normalize
@@ -112,3 +113,55 @@ def test_a_delta_only_pipeline_streams_compact_records_and_others_refuse_them(sp
     assert pipeline([{"type": "delta", "path": "lake"}], headers="true").source_options()["headers"] == "true"
     with pytest.raises(ConfigError, match="source option headers=false needs every sink to be a delta sink"):
         pipeline([{"type": "jsonl", "path": "out"}], headers="false").source_options()
+
+
+def _gone_pipeline(spark, pg_db, tmp_path: Path, **extra: str) -> tuple[Path, object]:
+    """A table, a pipeline that snapshotted it (slot hwp_gone), and the slot dropped since."""
+    pg_db.execute("CREATE TABLE gone (id int PRIMARY KEY, v text)")
+    pg_db.execute("INSERT INTO gone VALUES (1, 'a'), (2, 'b')")
+    props = base_properties(pg_db, tmp_path, "hwp_gone", **extra)
+    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
+        props.pop(key)
+    spec = load_pipeline(_pipeline_file(tmp_path, props))
+    Pipeline(spec, spark=spark).start().await_termination(300)
+    conn = pg_db.connect()  # the stopped query's walsender may still be exiting
+    try:
+        drop_replication_slot(conn, "hwp_gone")
+    finally:
+        conn.close()
+    pg_db.execute("INSERT INTO gone VALUES (3, 'c')")
+    pg_db.execute("UPDATE gone SET v = 'a2' WHERE id = 1")
+    return tmp_path / "topics", spec
+
+
+def _gone_events(topics: Path) -> list[tuple[str, int, str | None]]:
+    records = _read_topics(topics)["dbserver1.public.gone"]
+    return [(r["value"]["payload"]["op"], r["key"]["payload"]["id"], (r["value"]["payload"]["after"] or {}).get("v"))
+            for r in records if r["value"] is not None]
+
+
+def test_a_slot_dropped_while_the_pipeline_was_stopped_is_a_clear_error(spark, pg_db, tmp_path):
+    """The checkpoint resumes at a position the database can no longer stream: the query fails
+    saying what is lost and what to do, and nothing is written past what the first run wrote."""
+    topics, spec = _gone_pipeline(spark, pg_db, tmp_path)
+    before = _gone_events(topics)
+    assert before == [("r", 1, "a"), ("r", 2, "b")]
+    with pytest.raises(Exception, match=r"replication slot 'hwp_gone' in database '[^']+' does not exist, but "
+                                        r"the checkpoint resumes at [0-9A-F]+/[0-9A-F]+: the changes committed since "
+                                        r"then cannot be streamed .* snapshot\.mode=when_needed"):
+        Pipeline(spec, spark=spark).start().await_termination(300)
+    assert _gone_events(topics) == before
+
+
+def test_a_slot_dropped_while_the_pipeline_was_stopped_is_resnapshotted_with_when_needed(spark, pg_db, tmp_path):
+    """snapshot.mode=when_needed, as the standalone runner: a new slot, a snapshot of the present
+    (the changes made while there was no slot are in it), then streaming from the new slot."""
+    topics, spec = _gone_pipeline(spark, pg_db, tmp_path, **{"snapshot.mode": "when_needed"})
+    Pipeline(spec, spark=spark).start().await_termination(300)
+    assert pg_db.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'hwp_gone'")[0][0] == 1
+    pg_db.execute("DELETE FROM gone WHERE id = 2")
+    Pipeline(spec, spark=spark).start().await_termination(300)
+    events = _gone_events(topics)
+    assert events[:2] == [("r", 1, "a"), ("r", 2, "b")], events  # the first snapshot
+    assert sorted(events[2:5]) == [("r", 1, "a2"), ("r", 2, "b"), ("r", 3, "c")], events  # the new one
+    assert events[5:] == [("d", 2, None)], events  # streamed from the new slot

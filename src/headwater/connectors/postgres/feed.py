@@ -560,6 +560,16 @@ class PgChangeFeed(ChangeFeed):
             return {"phase": PHASE_STREAM, **done}
         if not self.connector._streams():
             return start
+        if self._slot_vanished(start):
+            # snapshot.mode=when_needed/always: a new slot and a snapshot of the present, as the
+            # standalone runner does. This batch only moves there (it reads nothing); the next
+            # one reads the snapshot, then the stream goes on from the new slot
+            log.warning("replication slot %s no longer exists; the checkpoint resumes at %s: taking a new "
+                        "snapshot from a new slot (snapshot.mode=%s; rows deleted in between may remain in "
+                        "materialized tables)", self.connector.slot_name,
+                        format_lsn(start.get("lsn_commit") or 0), self.connector.snapshot_mode)
+            self._take_slot_with_snapshot(False)
+            return {"phase": PHASE_SNAPSHOT, "lsn_commit": self._snapshot_lsn}
         self._ensure_streaming(start)
         if self._target_lsn is not None and offset_key(start)[0] >= self._target_lsn:
             return start
@@ -620,7 +630,16 @@ class PgChangeFeed(ChangeFeed):
     def plan(self, start: Offset, end: Offset) -> list[Any]:
         if start.get("phase") == PHASE_SNAPSHOT:
             return self._plan_snapshot(start)
+        if end.get("phase") == PHASE_SNAPSHOT:  # the move to a new slot's snapshot (see latest)
+            return []
         if offset_key(end) <= offset_key(start):
+            return []
+        if self._slot_vanished(start):
+            # a batch logged before the slot went, replayed: its changes cannot be read again; the
+            # snapshot the next batch takes holds their result
+            log.warning("replication slot %s no longer exists: the changes of the batch from %s to %s cannot be "
+                        "read again; the new snapshot that follows replaces them", self.connector.slot_name,
+                        format_lsn(offset_key(start)[0]), format_lsn(offset_key(end)[0]))
             return []
         self._ensure_streaming(start)
         end_key = offset_key(end)
@@ -891,6 +910,25 @@ class PgChangeFeed(ChangeFeed):
 
     # -- streaming ---------------------------------------------------------------------
 
+    def _slot_vanished(self, start: Offset) -> bool:
+        """Before streaming starts: True when the slot the checkpoint resumes from is gone and
+        snapshot.mode takes a new snapshot then; an error (what is lost, what to do) when it does not."""
+        if self._reader is not None:
+            return False
+        self._open()
+        c = self.connector
+        if read_slot(self._conn, c.slot_name) is not None:
+            return False
+        if c.snapshot_mode in ("when_needed", "always"):
+            return True
+        where = format_lsn(offset_key(start)[0])
+        raise ConnectorError(
+            f"replication slot {c.slot_name!r} in database {c.dbname!r} does not exist, but the checkpoint resumes "
+            f"at {where}: the changes committed since then cannot be streamed and may be lost. Set "
+            "snapshot.mode=when_needed to take a new snapshot from a new slot (rows deleted in between may then "
+            "remain in materialized tables), or, accepting the loss, start with a new checkpoint location and "
+            "snapshot.mode=no_data")
+
     def _ensure_streaming(self, start: Offset) -> None:
         if self._reader is not None:
             return
@@ -899,7 +937,7 @@ class PgChangeFeed(ChangeFeed):
         if self._snapshot_name is not None:
             self._release_snapshot()
         slot = read_slot(self._conn, c.slot_name)
-        if slot is None:
+        if slot is None:  # dropped since _slot_vanished looked
             raise c._vanished_slot_error(PgOffset.from_dict(_pg_part(start)))
         collector = _ChunkCollector(self.read_ahead_messages)
         position = StreamPosition.resume(PgOffset.from_dict(_pg_part(start)))
