@@ -330,7 +330,7 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
 
 
 def _typed_record_batches(typed: Any, serializer: Any, schema: pa.Schema,
-                          headers: bool = True) -> Iterator[pa.RecordBatch]:
+                          headers: bool) -> Iterator[pa.RecordBatch]:
     """A typed snapshot chunk as records: one per up to _TYPED_ROWS rows, each carrying them as an
     Arrow IPC stream in `typed_rows`, with the key and value of the table's template record (the
     sink learns the table's schemas from them) and the position of its first row."""

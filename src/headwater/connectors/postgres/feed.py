@@ -566,8 +566,8 @@ class PgChangeFeed(ChangeFeed):
             # one reads the snapshot, then the stream goes on from the new slot
             log.warning("replication slot %s no longer exists; the checkpoint resumes at %s: taking a new "
                         "snapshot from a new slot (snapshot.mode=%s; rows deleted in between may remain in "
-                        "materialized tables)", self.connector.slot_name,
-                        format_lsn(start.get("lsn_commit") or 0), self.connector.snapshot_mode)
+                        "materialized tables)", self.connector.slot_name, format_lsn(offset_key(start)[0]),
+                        self.connector.snapshot_mode)
             self._take_slot_with_snapshot(False)
             return {"phase": PHASE_SNAPSHOT, "lsn_commit": self._snapshot_lsn}
         self._ensure_streaming(start)
@@ -921,13 +921,16 @@ class PgChangeFeed(ChangeFeed):
             return False
         if c.snapshot_mode in ("when_needed", "always"):
             return True
-        where = format_lsn(offset_key(start)[0])
-        raise ConnectorError(
+        raise self._missing_slot_error(start)
+
+    def _missing_slot_error(self, start: Offset) -> ConnectorError:
+        c = self.connector
+        return ConnectorError(
             f"replication slot {c.slot_name!r} in database {c.dbname!r} does not exist, but the checkpoint resumes "
-            f"at {where}: the changes committed since then cannot be streamed and may be lost. Set "
-            "snapshot.mode=when_needed to take a new snapshot from a new slot (rows deleted in between may then "
-            "remain in materialized tables), or, accepting the loss, start with a new checkpoint location and "
-            "snapshot.mode=no_data")
+            f"at {format_lsn(offset_key(start)[0])}: the changes committed since then cannot be streamed and may "
+            "be lost. Set snapshot.mode=when_needed to take a new snapshot from a new slot (rows deleted in between "
+            "may then remain in materialized tables), or, accepting the loss, start with a new checkpoint location "
+            "and snapshot.mode=no_data")
 
     def _ensure_streaming(self, start: Offset) -> None:
         if self._reader is not None:
@@ -938,7 +941,7 @@ class PgChangeFeed(ChangeFeed):
             self._release_snapshot()
         slot = read_slot(self._conn, c.slot_name)
         if slot is None:  # dropped since _slot_vanished looked
-            raise c._vanished_slot_error(PgOffset.from_dict(_pg_part(start)))
+            raise self._missing_slot_error(start)
         collector = _ChunkCollector(self.read_ahead_messages)
         position = StreamPosition.resume(PgOffset.from_dict(_pg_part(start)))
         reader = StreamingReader(
