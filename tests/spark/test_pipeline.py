@@ -13,7 +13,7 @@ import yaml
 
 from headwater.config import ConfigError
 from headwater.embedded.postgres import drop_replication_slot
-from headwater.spark.pipeline import Pipeline, load_pipeline, parse_pipeline
+from headwater.spark.pipeline import Pipeline, PipelineSpec, load_pipeline, parse_pipeline
 from helpers.capture import base_properties, drop_sentinels
 from helpers.conformance import describe_diff, normalize
 
@@ -115,7 +115,7 @@ def test_a_delta_only_pipeline_streams_compact_records_and_others_refuse_them(sp
         pipeline([{"type": "jsonl", "path": "out"}], headers="false").source_options()
 
 
-def _gone_pipeline(spark, pg_db, tmp_path: Path, **extra: str) -> tuple[Path, object]:
+def _gone_pipeline(spark, pg_db, tmp_path: Path, **extra: str) -> tuple[Path, PipelineSpec]:
     """A table, a pipeline that snapshotted it (slot hwp_gone), and the slot dropped since."""
     pg_db.execute("CREATE TABLE gone (id int PRIMARY KEY, v text)")
     pg_db.execute("INSERT INTO gone VALUES (1, 'a'), (2, 'b')")

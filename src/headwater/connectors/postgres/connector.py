@@ -336,14 +336,19 @@ class PostgresConnector(SourceConnector):
             return None
         return problem
 
-    def _vanished_slot_error(self, stored: PgOffset, problem: str | None = None) -> ConnectorError:
+    def _vanished_slot_error(self, stored: PgOffset, problem: str | None = None, *, resumer: str | None = None,
+                             fresh_start: str = "remove the offsets file") -> ConnectorError:
+        """The slot cannot serve the position `resumer` (default: the stored offset) resumes at;
+        `fresh_start` is how to start over without it (a Spark pipeline: a new checkpoint)."""
         where = format_lsn(stored.lsn_commit) if stored.lsn_commit is not None else "an unknown position"
         state = problem or "does not exist"
+        resumer = resumer or f"the stored offset of server {self.server!r}"
         return ConnectorError(
-            f"replication slot {self.slot_name!r} in database {self.dbname!r} {state}, but the stored offset of "
-            f"server {self.server!r} resumes at {where}: the changes committed since then cannot be streamed and "
-            "may be lost. Set snapshot.mode=when_needed to take a new snapshot (or always), or, accepting the "
-            "loss, remove the offsets file and start with snapshot.mode=no_data")
+            f"replication slot {self.slot_name!r} in database {self.dbname!r} {state}, but {resumer} resumes at "
+            f"{where}: the changes committed since then cannot be streamed and may be lost. Set "
+            "snapshot.mode=when_needed to take a new snapshot from a new slot (or always; rows deleted in between "
+            f"may then remain in materialized tables), or, accepting the loss, {fresh_start} and start with "
+            "snapshot.mode=no_data")
 
     def builder_settings(self) -> BuilderSettings:
         delimiter = self.config.get("topic.delimiter")

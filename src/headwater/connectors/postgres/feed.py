@@ -924,13 +924,8 @@ class PgChangeFeed(ChangeFeed):
         raise self._missing_slot_error(start)
 
     def _missing_slot_error(self, start: Offset) -> ConnectorError:
-        c = self.connector
-        return ConnectorError(
-            f"replication slot {c.slot_name!r} in database {c.dbname!r} does not exist, but the checkpoint resumes "
-            f"at {format_lsn(offset_key(start)[0])}: the changes committed since then cannot be streamed and may "
-            "be lost. Set snapshot.mode=when_needed to take a new snapshot from a new slot (rows deleted in between "
-            "may then remain in materialized tables), or, accepting the loss, start with a new checkpoint location "
-            "and snapshot.mode=no_data")
+        return self.connector._vanished_slot_error(PgOffset.from_dict(_pg_part(start)), resumer="the checkpoint",
+                                                   fresh_start="use a new checkpoint location")
 
     def _ensure_streaming(self, start: Offset) -> None:
         if self._reader is not None:
