@@ -82,6 +82,10 @@ def test_typed_snapshot_rows_equal_snapshot_events(spark, pg_db, tmp_path):
     typed_sink, events_sink = typed.sinks[0], events.sinks[0]
     assert typed_sink.timings.get("typed", 0) > 0, "no typed rows reached the sink"
     assert "typed" not in events_sink.timings
+    # typed_all's snapshot, all typed rows into a new table: files written by the executors
+    # (headwater.spark.sinks.delta_files), compared below with what Spark's writer made of the events
+    assert typed_sink.timings.get("current.files", 0) > 0 and typed.sinks[1].timings.get("current.files", 0) > 0
+    assert "current.files" not in events_sink.timings
 
     topics = sorted(p.name for p in events_lake.iterdir())
     assert topics == sorted(p.name for p in typed_lake.iterdir())

@@ -65,7 +65,12 @@ on the connector), ``decimal.format`` (``base64``/``numeric``, as ``value.conver
 ``changelog`` / ``current`` (``true``/``false``: write either kind of table), ``txn.app.id``
 (replaces the streaming query id in the transaction ids), ``table.prefix`` (also register the
 tables in the session catalog as ``<prefix><topic>``, non-alphanumerics as ``_``),
-``parallelism`` (tables written at once), ``rewrite.fraction`` (0–1, or ``inf`` to always MERGE).
+``parallelism`` (tables written at once), ``rewrite.fraction`` (0–1, or ``inf`` to always MERGE),
+``snapshot.files`` (``false``: a snapshot into a new table goes through Spark's writer, see below).
+
+A snapshot of typed rows into a table the sink has just created (a plain append) is written by the
+executors as Parquet files and committed with delta-rs when the table allows it: see
+:mod:`headwater.spark.sinks.delta_files`.
 """
 
 from __future__ import annotations
@@ -104,7 +109,7 @@ KEY_PROPERTY = "headwater.key.columns"
 DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
 DEFAULT_APP_ID = "headwater-delta"
 OPTIONS = ("unavailable.value.placeholder", "decimal.format", "value.converter.decimal.format", "changelog",
-           "current", "txn.app.id", "table.prefix", "parallelism", "rewrite.fraction")
+           "current", "txn.app.id", "table.prefix", "parallelism", "rewrite.fraction", "snapshot.files")
 DEFAULT_PARALLELISM = 4
 # a batch whose events may touch at least this share of a current-state table's rows rewrites the
 # table in one pass instead of MERGE's two (find the touched files, then rewrite them): on 2 cores a
@@ -145,6 +150,7 @@ class _Part:
     fmt: str  # how values are encoded (ct.NATIVE: already of their stored types)
     tag: str  # the suffix of its writes' transaction ids
     flat: Any = None  # typed rows: the table's columns plus typed_snapshot's row columns
+    records: Any = None  # typed rows: the records carrying them (Arrow IPC, not decoded)
 
 
 @dataclass
@@ -201,6 +207,7 @@ class DeltaSink:
             raise ConfigError([f"delta sink option decimal.format={fmt!r}: expected base64 or numeric"])
         self.changelog = _flag(opts, "changelog", True)
         self.current = _flag(opts, "current", True)
+        self.snapshot_files = _flag(opts, "snapshot.files", True)
         self.app_id = opts.pop("txn.app.id", None)
         self.table_prefix = table_prefix if table_prefix is not None else opts.pop("table.prefix", None)
         raw = opts.pop("parallelism", str(DEFAULT_PARALLELISM))
@@ -474,7 +481,7 @@ class DeltaSink:
                 records = events.filter(F.col(TYPED_ROWS).isNotNull())
                 flat = once(self._typed_rows(records, topic))
                 parsed = self._typed_envelopes(flat, records, topic) if self.changelog else None
-                parts.append(_Part(parsed, ct.NATIVE, ":rows", flat=flat))
+                parts.append(_Part(parsed, ct.NATIVE, ":rows", flat=flat, records=records))
             events = events.filter(F.col(TYPED_ROWS).isNull())
         if summary.records > summary.typed:
             parts.append(_Part(once(self._json_events(events, topic, summary)), self.decimal_format, ""))
@@ -698,10 +705,13 @@ class DeltaSink:
             return table
         with self._timed("current.table"):
             table = self._ensure_table(session, path, topic, table, summary.topic)
+        merge_app = f"{app}:merge"
+        if table.empty and self._append_snapshot_files(parts, summary, table, path, merge_app, batch_id):
+            table.empty = False
+            return table
         source, columns, toast = self._merge_source(parts, topic, summary)
         values = {quote(f["field"]): f"s.__hw_c{i}" for i, f in enumerate(columns)}
         values.update({quote(POSITION): "s.__hw_position", quote(OP): "s.__hw_op", quote(TS_MS): "s.__hw_ts_ms"})
-        merge_app = f"{app}:merge"
         with self._timed("current.write"):
             if table.empty:
                 # a table this sink just created: nothing to merge with, append the upserts
@@ -729,6 +739,37 @@ class DeltaSink:
                  .execute())
         table.empty = False
         return table
+
+    def _append_snapshot_files(self, parts: list[_Part], summary: _Summary, table: _Table, path: str, app: str,
+                               batch_id: int) -> bool:
+        """A batch of snapshot reads only, all typed rows, into a table this sink has just
+        created: the executors write the Parquet files themselves and delta-rs commits them (see
+        :mod:`headwater.spark.sinks.delta_files`). False, having written nothing, when the batch
+        or the table does not allow it (then Spark's writer appends)."""
+        from pyspark.sql.types import StructField, StructType
+
+        from headwater.spark.sinks import delta_files
+
+        if (not self.snapshot_files or table.mapped or summary.reads != summary.events
+                or summary.typed != summary.records or summary.last_truncate is not None
+                or any(p.records is None for p in parts)):
+            return False
+        directory = delta_files.local_directory(path)
+        configuration = delta_files.writable_configuration(directory) if directory is not None else None
+        if directory is None or configuration is None:
+            return False
+        with self._timed("current.files"):
+            schema = StructType([StructField(name, kind, True) for name, kind in table.columns.items()])
+            writer = delta_files.ParquetFileWriter(
+                directory, schema, delta_files.indexed_columns(list(table.columns.items()), configuration))
+            records = parts[0].records
+            for part in parts[1:]:
+                records = records.unionByName(part.records)
+            written = records.select(TYPED_ROWS).mapInArrow(writer, writer.result_schema()).collect()
+        with self._timed("current.commit"):
+            files = [delta_files.WrittenFile(r["path"], r["size"], r["rows"], r["stats"]) for r in written]
+            delta_files.commit(directory, files, app, batch_id)
+        return True
 
     def _rewrites(self, session: Any, path: str, summary: _Summary) -> bool:
         """Whether this batch rewrites the table rather than MERGE into it: its events other than

@@ -1,0 +1,177 @@
+"""Snapshot rows written as Parquet by the executors and committed with delta-rs
+(headwater.spark.sinks.delta_files): the table Spark reads back holds the rows, the statistics
+agree with the ones Spark's own writer computes for the same rows (where there are any), files
+are skipped only when they cannot hold a match, and a commit is never made twice."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from headwater.connectors.postgres import typed_snapshot as ts
+from headwater.spark.sinks import delta_files
+from headwater.spark.sinks.delta import OP, POSITION, TS_MS
+
+LONG = "x" * 31 + "é" + "tail beyond the 32 characters Delta keeps"
+
+
+def _table_schema() -> Any:
+    from pyspark.sql.types import (
+        BooleanType,
+        DateType,
+        DecimalType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampNTZType,
+        TimestampType,
+    )
+
+    return StructType([StructField(name, kind, True) for name, kind in [
+        ("id", IntegerType()), ("name", StringType()), ("big", LongType()), ("d", DateType()),
+        ("amount", DecimalType(12, 2)), ("tstz", TimestampType()), ("ts", TimestampNTZType()),
+        ("flag", BooleanType()), ("added", StringType()),  # a column the rows lack: NULL
+        (POSITION, StringType()), (OP, StringType()), (TS_MS, LongType())]])
+
+
+def _blob(first: int, count: int, names: list[str | None]) -> bytes:
+    """One typed snapshot record: the row columns as typed_snapshot lays them out."""
+    ids = list(range(first, first + count))
+    batch = pa.RecordBatch.from_pydict({
+        "id": pa.array(ids, pa.int32()),
+        "name": pa.array([names[i % len(names)] for i in range(count)], pa.string()),
+        "big": pa.array([None if i % 3 == 0 else i * 10_000_000_000 - 7 for i in ids], pa.int64()),
+        "d": pa.array([datetime.date(2000, 1, 1) + datetime.timedelta(days=i) for i in ids], pa.date32()),
+        "amount": pa.array([decimal.Decimal(i) / 100 for i in ids], pa.decimal128(12, 2)),
+        "tstz": pa.array([1_700_000_000_000_000 + i for i in ids], pa.timestamp("us", "UTC")),
+        "ts": pa.array([1_700_000_000_000_000 - i for i in ids], pa.timestamp("us")),
+        "flag": pa.array([i % 2 == 0 for i in ids]),
+        ts.POSITION: pa.array([f"pos{i:08d}" for i in ids]),
+        ts.TS_US: pa.array([1_700_000_000_123_456 + i for i in ids], pa.int64()),
+    })
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def _records(blobs: list[bytes]) -> list[pa.RecordBatch]:
+    return [pa.RecordBatch.from_pydict({"typed_rows": pa.array(blobs, pa.binary())})]
+
+
+def _log_adds(path: Path) -> list[dict[str, Any]]:
+    adds = []
+    for commit in sorted((path / "_delta_log").glob("*.json")):
+        adds += [json.loads(line)["add"] for line in commit.read_text().splitlines() if '"add"' in line]
+    return adds
+
+
+def test_files_hold_the_rows_with_sparks_statistics_and_commit_once(spark, tmp_path):
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    schema = _table_schema()
+    ours = tmp_path / "ours"
+    DeltaTable.createIfNotExists(spark).location(str(ours)).addColumns(schema).execute()
+    configuration = delta_files.writable_configuration(str(ours))
+    assert configuration is not None, "the protocol Spark gives a table with a timestamp_ntz column"
+    indexed = delta_files.indexed_columns([(f.name, f.dataType) for f in schema.fields], configuration)
+    assert indexed == [f.name for f in schema.fields]
+    writer = delta_files.ParquetFileWriter(str(ours), schema, indexed)
+    names = [["ab", None, "b", LONG], ["zz", "a"]]
+    written = [row for task, (first, count) in enumerate([(1, 40), (41, 25)])
+               for batch in writer(iter(_records([_blob(first, count, names[task]), _blob(first + count, 0, ["q"])])))
+               for row in batch.to_pylist()]
+    assert list(writer(iter(_records([])))) == [], "a task without rows writes no file"
+    files = [delta_files.WrittenFile(**row) for row in written]
+    assert [f.rows for f in files] == [40, 25]
+    assert delta_files.commit(str(ours), files, "app:merge", 7)
+    assert not delta_files.commit(str(ours), files, "app:merge", 7), "a replayed batch commits again"
+    assert not delta_files.commit(str(ours), files, "app:merge", 6)
+    assert len(list((ours / "_delta_log").glob("*.json"))) == 2
+
+    got = spark.read.format("delta").load(str(ours))
+    assert got.schema == schema
+    assert got.count() == 65 and got.filter(F.col("added").isNotNull()).count() == 0
+    row = got.filter("id = 41").first().asDict()
+    assert (row["name"], row["big"], row["amount"], row[POSITION], row[OP], row[TS_MS]) == (
+        "zz", 409_999_999_993, decimal.Decimal("0.41"), "pos00000041", "r", 1_700_000_000_123)
+    assert row["d"] == datetime.date(2000, 2, 11) and row["ts"] == datetime.datetime(2023, 11, 14, 22, 13, 19, 999959)
+    assert got.filter("id = 41").selectExpr("unix_micros(tstz)").first()[0] == 1_700_000_000_000_041
+
+    # Spark's writer, the same rows in the same two files
+    theirs = tmp_path / "theirs"
+    for rows in ("id <= 40", "id > 40"):
+        got.filter(rows).coalesce(1).write.format("delta").mode("append").save(str(theirs))
+    spark_stats = sorted((json.loads(a["stats"]) for a in _log_adds(theirs)), key=lambda s: s["minValues"]["id"])
+    our_stats = sorted((json.loads(a["stats"]) for a in _log_adds(ours)), key=lambda s: s["minValues"]["id"])
+    assert [s["numRecords"] for s in our_stats] == [s["numRecords"] for s in spark_stats] == [40, 25]
+    for mine, spark_file in zip(our_stats, spark_stats):
+        assert mine["nullCount"] == spark_file["nullCount"]
+        for kind in ("minValues", "maxValues"):
+            assert mine[kind], kind
+            for column, value in mine[kind].items():
+                assert value == spark_file[kind][column], (kind, column, value, spark_file[kind][column])
+        assert set(mine["minValues"]) == {"id", "name", "big", "d", POSITION, OP, TS_MS}
+    # the long string: its prefix as the minimum, no maximum (Delta rounds the prefix up)
+    assert our_stats[0]["minValues"]["name"] == "ab" and "name" not in our_stats[0]["maxValues"]
+    assert spark_stats[0]["maxValues"]["name"].startswith("x" * 31)
+    assert our_stats[1]["maxValues"]["name"] == "zz"
+
+    # files are skipped only when they cannot match
+    for condition, rows in [("id = 41", 1), ("id = 40", 1), ("name = 'ab'", 10), (f"name = '{LONG}'", 10),
+                            ("name > 'zy'", 13), ("d = DATE'2000-01-02'", 1), ("big IS NULL", 21)]:
+        assert got.filter(condition).count() == rows, condition
+        assert spark.read.format("delta").load(str(theirs)).filter(condition).count() == rows, condition
+
+
+def test_which_tables_and_columns_take_the_file_path(spark, tmp_path):
+    from delta.tables import DeltaTable
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    assert delta_files.local_directory("/data/lake/t") == "/data/lake/t"
+    assert delta_files.local_directory("file:/data/lake/t") == "/data/lake/t"
+    assert delta_files.local_directory("file:///data/lake/t") == "/data/lake/t"
+    assert delta_files.local_directory("file://localhost/data/t") == "/data/t"
+    for remote in ("s3a://bucket/lake/t", "abfss://c@a.dfs.core.windows.net/t", "hdfs://nn/t", "file://host/t",
+                   "relative/t"):
+        assert delta_files.local_directory(remote) is None, remote
+
+    plain = StructType([StructField("a", IntegerType()), StructField("b", StringType())])
+    DeltaTable.createIfNotExists(spark).location(str(tmp_path / "plain")).addColumns(plain).execute()
+    assert delta_files.writable_configuration(str(tmp_path / "plain")) == {}
+    (DeltaTable.createIfNotExists(spark).location(str(tmp_path / "mapped")).addColumns(plain)
+     .property("delta.columnMapping.mode", "name").property("delta.minReaderVersion", "2")
+     .property("delta.minWriterVersion", "5").execute())
+    assert delta_files.writable_configuration(str(tmp_path / "mapped")) is None
+    (DeltaTable.createIfNotExists(spark).location(str(tmp_path / "cdf")).addColumns(plain)
+     .property("delta.enableChangeDataFeed", "true").execute())
+    assert delta_files.writable_configuration(str(tmp_path / "cdf")) is None
+
+    pair = StructType([StructField("x", IntegerType()), StructField("y", IntegerType())])
+    columns = [("a", IntegerType()), ("s", pair), ("b", StringType()), ("c", IntegerType())]
+    assert delta_files.indexed_columns(columns, {}) == ["a", "b", "c"]
+    assert delta_files.indexed_columns(columns, {"delta.dataSkippingNumIndexedCols": "3"}) == ["a"]
+    assert delta_files.indexed_columns(columns, {"delta.dataSkippingNumIndexedCols": "4"}) == ["a", "b"]
+    assert delta_files.indexed_columns(columns, {"delta.dataSkippingNumIndexedCols": "-1"}) == ["a", "b", "c"]
+    assert delta_files.indexed_columns(columns, {"delta.dataSkippingStatsColumns": "c, `A`"}) == ["a", "c"]
+
+
+@pytest.mark.parametrize("values, low, high", [
+    (["b", "a", None], "a", "b"),
+    (["é", "z"], "z", "é"),  # UTF-8 byte order, as Spark compares strings
+    ([LONG, "y"], LONG[:32], "y"),  # a long minimum: its prefix is still a lower bound
+    (["a", LONG], "a", None),  # a long maximum: none (Delta's would be its prefix rounded up)
+])
+def test_string_bounds(values, low, high):
+    bounds = delta_files._Bounds(pa.string())
+    bounds.add(pa.array(values, pa.string()))
+    assert (bounds.low, bounds.high if bounds.exact_high else None) == (low, high)
