@@ -85,7 +85,7 @@ def test_files_hold_the_rows_with_sparks_statistics_and_commit_once(spark, tmp_p
     assert configuration is not None, "the protocol Spark gives a table with a timestamp_ntz column"
     indexed = delta_files.indexed_columns([(f.name, f.dataType) for f in schema.fields], configuration)
     assert indexed == [f.name for f in schema.fields]
-    writer = delta_files.ParquetFileWriter(str(ours), schema, indexed)
+    writer = delta_files.ParquetFileWriter(str(ours), schema, indexed, position=POSITION, op=OP, ts_ms=TS_MS)
     names = [["ab", None, "b", LONG], ["zz", "a"]]
     written = [row for task, (first, count) in enumerate([(1, 40), (41, 25)])
                for batch in writer(iter(_records([_blob(first, count, names[task]), _blob(first + count, 0, ["q"])])))

@@ -19,7 +19,7 @@ events, as before.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -236,6 +236,15 @@ def with_row_columns(batch: pa.RecordBatch, *, prefix: str, start: int, total: i
     arrays = [*batch.columns, positions, markers, repeated(ts_us), repeated(lsn), repeated(txid)]
     names = [*batch.schema.names, POSITION, MARKER, TS_US, LSN, TXID]
     return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def from_ipc(records: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The typed rows in the first column of `records` (the blobs of :func:`to_ipc`; NULLs are
+    skipped), batch by batch."""
+    for record in records:
+        for blob in record.column(0).to_pylist():
+            if blob is not None:
+                yield from pa.ipc.open_stream(blob)
 
 
 def to_ipc(batch: pa.RecordBatch) -> bytes:

@@ -761,11 +761,12 @@ class DeltaSink:
         with self._timed("current.files"):
             schema = StructType([StructField(name, kind, True) for name, kind in table.columns.items()])
             writer = delta_files.ParquetFileWriter(
-                directory, schema, delta_files.indexed_columns(list(table.columns.items()), configuration))
+                directory, schema, delta_files.indexed_columns(list(table.columns.items()), configuration),
+                position=POSITION, op=OP, ts_ms=TS_MS)
             records = parts[0].records
             for part in parts[1:]:
                 records = records.unionByName(part.records)
-            written = records.select(TYPED_ROWS).mapInArrow(writer, writer.result_schema()).collect()
+            written = records.select(TYPED_ROWS).mapInArrow(writer, delta_files.FILE_COLUMNS).collect()
         with self._timed("current.commit"):
             files = [delta_files.WrittenFile(r["path"], r["size"], r["rows"], r["stats"]) for r in written]
             delta_files.commit(directory, files, app, batch_id)
@@ -933,16 +934,14 @@ class _IpcDecoder:
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
+        from headwater.connectors.postgres.typed_snapshot import from_ipc
+
         target = self.schema
-        for batch in batches:
-            for blob in batch.column(0).to_pylist():
-                if blob is None:
-                    continue
-                for part in pa.ipc.open_stream(blob):
-                    names = set(part.schema.names)
-                    arrays = [part.column(f.name).cast(f.type) if f.name in names
-                              else pa.nulls(part.num_rows, f.type) for f in target]
-                    yield pa.RecordBatch.from_arrays(arrays, schema=target)
+        for part in from_ipc(batches):
+            names = set(part.schema.names)
+            arrays = [part.column(f.name).cast(f.type) if f.name in names
+                      else pa.nulls(part.num_rows, f.type) for f in target]
+            yield pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
 def _clear_uncommitted_log(session: Any, path: str) -> None:

@@ -39,7 +39,8 @@ from typing import Any
 # what Delta collects statistics for by default, and how long its string bounds are
 DEFAULT_INDEXED_COLUMNS = 32
 STRING_PREFIX = 32
-FILE_COLUMNS = ("path", "size", "rows", "stats")
+# what the writer yields per file: its name in the table directory, bytes, rows, Delta statistics
+FILE_COLUMNS = "path string, size bigint, rows bigint, stats string"
 
 
 def local_directory(path: str) -> str | None:
@@ -136,25 +137,24 @@ class _Bounds:
         self.low = low if self.low is None or low < self.low else self.low
         self.high = high if self.high is None or high > self.high else self.high
 
-    def json_value(self, value: Any) -> Any:
-        return value.isoformat() if isinstance(value, date) else value
+    @staticmethod
+    def json_value(value: Any) -> Any:
+        return value.isoformat() if isinstance(value, date) else value  # Delta's stats: dates as text
 
 
 class ParquetFileWriter:
     """``mapInArrow`` function: the Arrow IPC streams of typed snapshot records → Parquet files
     of the table's columns in `directory`, one per task; yields one row per file written
-    (:data:`FILE_COLUMNS`: the name, size, rows and Delta statistics of the file)."""
+    (:data:`FILE_COLUMNS`)."""
 
-    def __init__(self, directory: str, table_schema: Any, stats_columns: list[str]) -> None:
+    def __init__(self, directory: str, table_schema: Any, stats_columns: list[str], *, position: str, op: str,
+                 ts_ms: str) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         self.directory = directory
+        self.position, self.op, self.ts_ms = position, op, ts_ms  # the table's columns for these
         self.schema = to_arrow_schema(table_schema, timezone="UTC")  # Spark exchanges instants in UTC
         self.stats_columns = [c for c in stats_columns if c in self.schema.names]
-
-    @staticmethod
-    def result_schema() -> str:
-        return "path string, size bigint, rows bigint, stats string"
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -194,7 +194,7 @@ class ParquetFileWriter:
             {"path": [name], "size": [os.path.getsize(target)], "rows": [rows],
              "stats": [json.dumps(stats, separators=(",", ":"), ensure_ascii=False)]},
             schema=pa.schema([("path", pa.string()), ("size", pa.int64()), ("rows", pa.int64()),
-                              ("stats", pa.string())]))
+                              ("stats", pa.string())]))  # FILE_COLUMNS
 
     def _table_batches(self, batches: Iterator[Any]) -> Iterator[Any]:
         """The records' typed rows as batches of the table's columns: the row's columns by name
@@ -204,30 +204,25 @@ class ParquetFileWriter:
         import pyarrow.compute as pc
 
         from headwater.connectors.postgres import typed_snapshot as ts
-        from headwater.spark.sinks.delta import OP, POSITION, TS_MS
 
-        for batch in batches:
-            for blob in batch.column(0).to_pylist():
-                if blob is None:
-                    continue
-                for part in pa.ipc.open_stream(blob):
-                    names = set(part.schema.names)
-                    arrays = []
-                    for f in self.schema:
-                        if f.name == POSITION:
-                            array = part.column(ts.POSITION)
-                        elif f.name == OP:
-                            array = (pc.coalesce(part.column(ts.OP), pa.scalar("r")) if ts.OP in names
-                                     else pa.repeat(pa.scalar("r"), part.num_rows))
-                        elif f.name == TS_MS:  # floor(ts_us / 1000) as Spark's append computes it
-                            micros = pc.cast(part.column(ts.TS_US), pa.float64())
-                            array = pc.cast(pc.floor(pc.divide(micros, 1000.0)), pa.int64())
-                        elif f.name in names:
-                            array = part.column(f.name)
-                        else:
-                            array = pa.nulls(part.num_rows, f.type)
-                        arrays.append(array.cast(f.type) if array.type != f.type else array)
-                    yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        for part in ts.from_ipc(batches):
+            names = set(part.schema.names)
+            arrays = []
+            for f in self.schema:
+                if f.name == self.position:
+                    array = part.column(ts.POSITION)
+                elif f.name == self.op:
+                    array = (pc.coalesce(part.column(ts.OP), pa.scalar("r")) if ts.OP in names
+                             else pa.repeat(pa.scalar("r"), part.num_rows))
+                elif f.name == self.ts_ms:  # floor(ts_us / 1000) as Spark's append computes it
+                    micros = pc.cast(part.column(ts.TS_US), pa.float64())
+                    array = pc.cast(pc.floor(pc.divide(micros, 1000.0)), pa.int64())
+                elif f.name in names:
+                    array = part.column(f.name)
+                else:
+                    array = pa.nulls(part.num_rows, f.type)
+                arrays.append(array.cast(f.type) if array.type != f.type else array)
+            yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
 @dataclass
