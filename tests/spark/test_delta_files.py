@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from headwater.connectors.postgres import typed_snapshot as ts
@@ -93,6 +94,11 @@ def test_files_hold_the_rows_with_sparks_statistics_and_commit_once(spark, tmp_p
     assert list(writer(iter(_records([])))) == [], "a task without rows writes no file"
     files = [delta_files.WrittenFile(**row) for row in written]
     assert [f.rows for f in files] == [40, 25]
+    # dictionaries only for columns that repeat (op, the commit time, a few names); unique ones plain
+    chunk = pq.ParquetFile(ours / files[0].path).metadata.row_group(0)
+    dictionary = {chunk.column(i).path_in_schema for i in range(chunk.num_columns)
+                  if "RLE_DICTIONARY" in chunk.column(i).encodings}
+    assert {OP, TS_MS, "name"} <= dictionary and not {"id", POSITION, "d"} & dictionary, dictionary
     assert delta_files.commit(str(ours), files, "app:merge", 7)
     assert not delta_files.commit(str(ours), files, "app:merge", 7), "a replayed batch commits again"
     assert not delta_files.commit(str(ours), files, "app:merge", 6)

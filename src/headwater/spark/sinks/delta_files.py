@@ -142,6 +142,25 @@ class _Bounds:
         return value.isoformat() if isinstance(value, date) else value  # Delta's stats: dates as text
 
 
+def _repetitive(batch: Any) -> list[str]:
+    """The columns worth dictionary-encoding: at most half their values distinct in `batch` (the
+    file's first). Dictionary-encoding a column of unique values (keys, positions, documents)
+    only to fall back to plain encoding cost more than the rest of the write (0.3–0.5 s of 0.6–0.9 s
+    for 1M benchmark rows, files no smaller)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    chosen = []
+    for name, column in zip(batch.schema.names, batch.columns):
+        try:
+            distinct = pc.count_distinct(column, mode="all").as_py()
+        except pa.ArrowNotImplementedError:  # a type without the kernel: Parquet's default, a dictionary
+            distinct = 0
+        if distinct <= batch.num_rows / 2:
+            chosen.append(name)
+    return chosen
+
+
 class ParquetFileWriter:
     """``mapInArrow`` function: the Arrow IPC streams of typed snapshot records → Parquet files
     of the table's columns in `directory`, one per task; yields one row per file written
@@ -173,7 +192,8 @@ class ParquetFileWriter:
                 if rows_batch.num_rows == 0:
                     continue
                 if writer is None:
-                    writer = pq.ParquetWriter(target, self.schema, compression="snappy")
+                    writer = pq.ParquetWriter(target, self.schema, compression="snappy",
+                                              use_dictionary=_repetitive(rows_batch))
                 writer.write_batch(rows_batch)
                 rows += rows_batch.num_rows
                 for column, bound in bounds.items():
