@@ -92,6 +92,13 @@ def test_files_hold_the_rows_with_sparks_statistics_and_commit_once(spark, tmp_p
                for batch in writer(iter(_records([_blob(first, count, names[task]), _blob(first + count, 0, ["q"])])))
                for row in batch.to_pylist()]
     assert list(writer(iter(_records([])))) == [], "a task without rows writes no file"
+    small = delta_files.ParquetFileWriter(str(tmp_path / "rolled"), schema, indexed, position=POSITION, op=OP,
+                                          ts_ms=TS_MS, file_rows=30)
+    (tmp_path / "rolled").mkdir()
+    rolled = [row for batch in small(iter(_records([_blob(1, 20, ["a"]), _blob(21, 20, ["b"]), _blob(41, 5, ["c"])])))
+              for row in batch.to_pylist()]
+    assert [r["rows"] for r in rolled] == [40, 5], "a new file once a file has file_rows rows"
+    assert sorted(p.name for p in (tmp_path / "rolled").iterdir()) == sorted(r["path"] for r in rolled)
     files = [delta_files.WrittenFile(**row) for row in written]
     assert [f.rows for f in files] == [40, 25]
     # dictionaries only for columns that repeat (op, the commit time, a few names); unique ones plain

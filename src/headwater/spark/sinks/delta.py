@@ -706,7 +706,7 @@ class DeltaSink:
         with self._timed("current.table"):
             table = self._ensure_table(session, path, topic, table, summary.topic)
         merge_app = f"{app}:merge"
-        if table.empty and self._append_snapshot_files(parts, summary, table, path, merge_app, batch_id):
+        if table.empty and self._append_snapshot_files(session, parts, summary, table, path, merge_app, batch_id):
             table.empty = False
             return table
         source, columns, toast = self._merge_source(parts, topic, summary)
@@ -740,8 +740,8 @@ class DeltaSink:
         table.empty = False
         return table
 
-    def _append_snapshot_files(self, parts: list[_Part], summary: _Summary, table: _Table, path: str, app: str,
-                               batch_id: int) -> bool:
+    def _append_snapshot_files(self, session: Any, parts: list[_Part], summary: _Summary, table: _Table, path: str,
+                               app: str, batch_id: int) -> bool:
         """A batch of snapshot reads only, all typed rows, into a table this sink has just
         created: the executors write the Parquet files themselves and delta-rs commits them (see
         :mod:`headwater.spark.sinks.delta_files`). False, having written nothing, when the batch
@@ -766,7 +766,12 @@ class DeltaSink:
             records = parts[0].records
             for part in parts[1:]:
                 records = records.unionByName(part.records)
-            written = records.select(TYPED_ROWS).mapInArrow(writer, delta_files.FILE_COLUMNS).collect()
+            # a task per core rather than per snapshot chunk: fewer, larger files, and the tasks'
+            # fixed costs (launch, the Python worker's set-up) paid a few times instead of once a
+            # chunk (1M benchmark rows in 10 chunks on 2 cores: 0.7–1.1 s instead of 1.3–1.9 s)
+            # (coalesce never adds partitions)
+            records = records.select(TYPED_ROWS).coalesce(session.sparkContext.defaultParallelism)
+            written = records.mapInArrow(writer, delta_files.FILE_COLUMNS).collect()
         with self._timed("current.commit"):
             files = [delta_files.WrittenFile(r["path"], r["size"], r["rows"], r["stats"]) for r in written]
             delta_files.commit(directory, files, app, batch_id)

@@ -39,6 +39,9 @@ from typing import Any
 # what Delta collects statistics for by default, and how long its string bounds are
 DEFAULT_INDEXED_COLUMNS = 32
 STRING_PREFIX = 32
+# a task starts a new file after this many rows (~120 MiB of the benchmark's 6-column rows): a
+# snapshot's tasks each take many chunks (one task per core), which in one file would be huge
+FILE_ROWS = 4 << 20
 # what the writer yields per file: its name in the table directory, bytes, rows, Delta statistics
 FILE_COLUMNS = "path string, size bigint, rows bigint, stats string"
 
@@ -161,60 +164,82 @@ def _repetitive(batch: Any) -> list[str]:
     return chosen
 
 
+class _File:
+    """One Parquet file being written, and its statistics."""
+
+    def __init__(self, directory: str, partition: int, schema: Any, stats_columns: list[str], first: Any) -> None:
+        import pyarrow.parquet as pq
+
+        self.name = f"part-{partition:05d}-{uuid.uuid4()}-c000.snappy.parquet"
+        self.target = os.path.join(directory, self.name)
+        self.writer: Any = pq.ParquetWriter(self.target, schema, compression="snappy",
+                                            use_dictionary=_repetitive(first))
+        self.rows = 0
+        self.bounds = {c: _Bounds(schema.field(c).type) for c in stats_columns}
+
+    def write(self, batch: Any) -> None:
+        self.writer.write_batch(batch)
+        self.rows += batch.num_rows
+        for column, bound in self.bounds.items():
+            bound.add(batch.column(column))
+
+    def close(self) -> Any:
+        """Finish the file; its row of :data:`FILE_COLUMNS`."""
+        import pyarrow as pa
+
+        self.writer.close()
+        self.writer = None
+        stats: dict[str, Any] = {"numRecords": self.rows, "minValues": {}, "maxValues": {},
+                                 "nullCount": {c: b.nulls for c, b in self.bounds.items()}}
+        for column, bound in self.bounds.items():
+            if bound.low is not None:
+                stats["minValues"][column] = bound.json_value(bound.low)
+                if bound.exact_high:
+                    stats["maxValues"][column] = bound.json_value(bound.high)
+        return pa.RecordBatch.from_pydict(
+            {"path": [self.name], "size": [os.path.getsize(self.target)], "rows": [self.rows],
+             "stats": [json.dumps(stats, separators=(",", ":"), ensure_ascii=False)]},
+            schema=pa.schema([("path", pa.string()), ("size", pa.int64()), ("rows", pa.int64()),
+                              ("stats", pa.string())]))
+
+
 class ParquetFileWriter:
     """``mapInArrow`` function: the Arrow IPC streams of typed snapshot records → Parquet files
-    of the table's columns in `directory`, one per task; yields one row per file written
-    (:data:`FILE_COLUMNS`)."""
+    of the table's columns in `directory`, a new one every `file_rows` rows; yields one row per
+    file written (:data:`FILE_COLUMNS`)."""
 
     def __init__(self, directory: str, table_schema: Any, stats_columns: list[str], *, position: str, op: str,
-                 ts_ms: str) -> None:
+                 ts_ms: str, file_rows: int = FILE_ROWS) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         self.directory = directory
+        self.file_rows = file_rows
         self.position, self.op, self.ts_ms = position, op, ts_ms  # the table's columns for these
         self.schema = to_arrow_schema(table_schema, timezone="UTC")  # Spark exchanges instants in UTC
         self.stats_columns = [c for c in stats_columns if c in self.schema.names]
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
         from pyspark import TaskContext
 
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
-        name = f"part-{partition:05d}-{uuid.uuid4()}-c000.snappy.parquet"
-        target = os.path.join(self.directory, name)
-        writer: Any = None
-        rows = 0
-        bounds = {c: _Bounds(self.schema.field(c).type) for c in self.stats_columns}
+        file: _File | None = None
         try:
             for rows_batch in self._table_batches(batches):
                 if rows_batch.num_rows == 0:
                     continue
-                if writer is None:
-                    writer = pq.ParquetWriter(target, self.schema, compression="snappy",
-                                              use_dictionary=_repetitive(rows_batch))
-                writer.write_batch(rows_batch)
-                rows += rows_batch.num_rows
-                for column, bound in bounds.items():
-                    bound.add(rows_batch.column(column))
+                if file is None:
+                    file = _File(self.directory, partition, self.schema, self.stats_columns, rows_batch)
+                file.write(rows_batch)
+                if file.rows >= self.file_rows:
+                    done, file = file, None
+                    yield done.close()
+            if file is not None:
+                done, file = file, None
+                yield done.close()
         finally:
-            if writer is not None:
-                writer.close()
-        if writer is None:
-            return
-        stats: dict[str, Any] = {"numRecords": rows, "minValues": {}, "maxValues": {},
-                                 "nullCount": {c: b.nulls for c, b in bounds.items()}}
-        for column, bound in bounds.items():
-            if bound.low is not None:
-                stats["minValues"][column] = bound.json_value(bound.low)
-                if bound.exact_high:
-                    stats["maxValues"][column] = bound.json_value(bound.high)
-        yield pa.RecordBatch.from_pydict(
-            {"path": [name], "size": [os.path.getsize(target)], "rows": [rows],
-             "stats": [json.dumps(stats, separators=(",", ":"), ensure_ascii=False)]},
-            schema=pa.schema([("path", pa.string()), ("size", pa.int64()), ("rows", pa.int64()),
-                              ("stats", pa.string())]))  # FILE_COLUMNS
+            if file is not None:  # a failed task: its file stays unreferenced
+                file.writer.close()
 
     def _table_batches(self, batches: Iterator[Any]) -> Iterator[Any]:
         """The records' typed rows as batches of the table's columns: the row's columns by name
