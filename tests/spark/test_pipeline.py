@@ -111,6 +111,10 @@ def test_a_delta_only_pipeline_streams_compact_records_and_others_refuse_them(sp
     both = pipeline([{"type": "delta", "path": "lake"}, {"type": "jsonl", "path": "out"}]).source_options()
     assert (both["snapshotDelivery"], both["valueFormat"], both["headers"]) == ("events", "json", "true")
     assert pipeline([{"type": "delta", "path": "lake"}], headers="true").source_options()["headers"] == "true"
+    # the snapshot: one task per core (local[2]) unless set
+    assert lake["snapshotParallelism"] == both["snapshotParallelism"] == "2"
+    assert pipeline([{"type": "delta", "path": "lake"}], snapshotparallelism="8").source_options() \
+        .get("snapshotParallelism") is None
     with pytest.raises(ConfigError, match="source option headers=false needs every sink to be a delta sink"):
         pipeline([{"type": "jsonl", "path": "out"}], headers="false").source_options()
 
