@@ -750,9 +750,10 @@ class DeltaSink:
 
         from headwater.spark.sinks import delta_files
 
+        # every record typed (one part: the typed rows), every event a snapshot read
         if (not self.snapshot_files or table.mapped or summary.reads != summary.events
                 or summary.typed != summary.records or summary.last_truncate is not None
-                or any(p.records is None for p in parts)):
+                or len(parts) != 1 or parts[0].records is None):
             return False
         directory = delta_files.local_directory(path)
         configuration = delta_files.writable_configuration(directory) if directory is not None else None
@@ -763,14 +764,11 @@ class DeltaSink:
             writer = delta_files.ParquetFileWriter(
                 directory, schema, delta_files.indexed_columns(list(table.columns.items()), configuration),
                 position=POSITION, op=OP, ts_ms=TS_MS)
-            records = parts[0].records
-            for part in parts[1:]:
-                records = records.unionByName(part.records)
-            # a task per core rather than per snapshot chunk: fewer, larger files, and the tasks'
-            # fixed costs (launch, the Python worker's set-up) paid a few times instead of once a
-            # chunk (1M benchmark rows in 10 chunks on 2 cores: 0.7–1.1 s instead of 1.3–1.9 s)
-            # (coalesce never adds partitions)
-            records = records.select(TYPED_ROWS).coalesce(session.sparkContext.defaultParallelism)
+            # a task per core (at most: coalesce never adds partitions) rather than per snapshot
+            # chunk: fewer, larger files, and the tasks' fixed costs (launch, the Python worker's
+            # set-up) paid a few times instead of once a chunk (1M benchmark rows in 10 chunks on
+            # 2 cores: 0.7–1.1 s instead of 1.3–1.9 s)
+            records = parts[0].records.select(TYPED_ROWS).coalesce(session.sparkContext.defaultParallelism)
             written = records.mapInArrow(writer, delta_files.FILE_COLUMNS).collect()
         with self._timed("current.commit"):
             files = [delta_files.WrittenFile(r["path"], r["size"], r["rows"], r["stats"]) for r in written]
