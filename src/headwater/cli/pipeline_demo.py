@@ -327,13 +327,25 @@ def run_pipeline_demo(duration: float | None = None, rate: float = 20.0, workdir
             if not state.snapshot_done.is_set():
                 return
             end = time.monotonic() + CATCH_UP_MAX_S
+            busy = 0  # polls that found a batch running or data waiting
             while time.monotonic() < end and not signals.hurry.is_set():
                 check_query()
                 status = pipeline.query.status
                 idle = not status.get("isTriggerActive") and not status.get("isDataAvailable")
+                busy += not idle
                 if idle and time.monotonic() - state.last_event_at >= CATCH_UP_QUIET_S:
                     return
                 signals.hurry.wait(0.25)
+            if not signals.hurry.is_set():
+                # what kept it from looking idle (seen once in CI, 300 s, not reproduced since)
+                progress = pipeline.query.lastProgress or {}
+                log.warning("catching up: the query did not look idle within %.0f s (%d polls found a batch "
+                            "running or data waiting; last event %.1f s ago); status %s; last batch %s: %s "
+                            "source rows, offsets %s → %s", CATCH_UP_MAX_S, busy,
+                            time.monotonic() - state.last_event_at, pipeline.query.status,
+                            progress.get("batchId"), progress.get("numInputRows"),
+                            [s.get("startOffset") for s in progress.get("sources", [])],
+                            [s.get("endOffset") for s in progress.get("sources", [])])
 
         if console.is_terminal:
             with Live(view.render(), console=console, refresh_per_second=REFRESH_PER_SECOND,
