@@ -757,8 +757,9 @@ class DeltaSink:
             return False
         directory = delta_files.local_directory(path)
         configuration = delta_files.writable_configuration(directory) if directory is not None else None
-        if directory is None or configuration is None:
+        if configuration is None:  # also when there is no local directory
             return False
+        assert directory is not None
         with self._timed("current.files"):
             schema = StructType([StructField(name, kind, True) for name, kind in table.columns.items()])
             writer = delta_files.ParquetFileWriter(

@@ -196,11 +196,10 @@ class _File:
                 stats["minValues"][column] = bound.json_value(bound.low)
                 if bound.exact_high:
                     stats["maxValues"][column] = bound.json_value(bound.high)
+        # the inferred types are FILE_COLUMNS' (str → string, int → int64)
         return pa.RecordBatch.from_pydict(
             {"path": [self.name], "size": [os.path.getsize(self.target)], "rows": [self.rows],
-             "stats": [json.dumps(stats, separators=(",", ":"), ensure_ascii=False)]},
-            schema=pa.schema([("path", pa.string()), ("size", pa.int64()), ("rows", pa.int64()),
-                              ("stats", pa.string())]))
+             "stats": [json.dumps(stats, separators=(",", ":"), ensure_ascii=False)]})
 
 
 class ParquetFileWriter:
