@@ -1,7 +1,8 @@
-"""Snapshot rows written as Parquet by the executors and committed with delta-rs
+"""Snapshot rows and rewrites written as Parquet by the executors and committed with delta-rs
 (headwater.spark.sinks.delta_files): the table Spark reads back holds the rows, the statistics
 agree with the ones Spark's own writer computes for the same rows (where there are any), files
-are skipped only when they cannot hold a match, and a commit is never made twice."""
+are skipped only when they cannot hold a match, a commit is never made twice, and a rewrite
+replaces exactly the version it read."""
 
 from __future__ import annotations
 
@@ -146,9 +147,44 @@ def test_files_hold_the_rows_with_sparks_statistics_and_commit_once(spark, tmp_p
         assert spark.read.format("delta").load(str(theirs)).filter(condition).count() == rows, condition
 
 
+def test_a_rewrite_replaces_exactly_the_version_it_read(spark, tmp_path):
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    schema = StructType([StructField("a", IntegerType()), StructField("b", StringType())])
+    path = tmp_path / "t"
+    for rows in ([(1, "x"), (2, "y")], [(3, "z")]):  # versions 0 and 1, a file each
+        spark.createDataFrame(rows, schema).coalesce(1).write.format("delta").mode("append").save(str(path))
+    writer = delta_files.TableFileWriter(str(path), schema, ["a", "b"])
+
+    def files(a: list[int], b: list[str]) -> list[delta_files.WrittenFile]:
+        batch = pa.RecordBatch.from_pydict({"a": pa.array(a, pa.int64()), "b": b})  # a cast to the table's int
+        return [delta_files.WrittenFile(**row) for out in writer(iter([batch])) for row in out.to_pylist()]
+
+    def rows() -> list[tuple[int, str]]:
+        return sorted((r["a"], r["b"]) for r in spark.read.format("delta").load(str(path)).collect())
+    before = {a["path"] for a in _log_adds(path)}
+    assert delta_files.commit(str(path), files([7, 8], ["p", "q"]), "app:merge", 3, replacing=1)
+    assert rows() == [(7, "p"), (8, "q")] and delta_files.stored_rows(str(path)) == 2
+    last = [json.loads(line) for line in sorted((path / "_delta_log").glob("*.json"))[-1].read_text().splitlines()]
+    assert {a["remove"]["path"] for a in last if "remove" in a} == before
+    assert {"appId": "app:merge", "version": 3} in [a["txn"] for a in last if "txn" in a]
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").orderBy("version").collect()[-1]
+    assert (history["operation"], history["operationParameters"]["mode"]) == ("WRITE", "Overwrite")
+    assert not delta_files.commit(str(path), files([9], ["r"]), "app:merge", 3, replacing=2), "a replayed batch"
+    assert rows() == [(7, "p"), (8, "q")]
+
+    # another commit after the version read: the rewrite fails rather than drop or keep rows it did not see
+    spark.createDataFrame([(5, "w")], schema).write.format("delta").mode("append").save(str(path))
+    with pytest.raises(RuntimeError, match=r"another writer committed version 3 while this batch rewrote version 2"):
+        delta_files.commit(str(path), files([10], ["s"]), "app:merge", 4, replacing=2)
+    assert rows() == [(5, "w"), (7, "p"), (8, "q")] and delta_files.stored_rows(str(path)) == 3
+    assert delta_files.commit(str(path), files([10], ["s"]), "app:merge", 4, replacing=3)
+    assert rows() == [(10, "s")]
+
+
 def test_which_tables_and_columns_take_the_file_path(spark, tmp_path):
     from delta.tables import DeltaTable
-    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType, YearMonthIntervalType
 
     assert delta_files.local_directory("/data/lake/t") == "/data/lake/t"
     assert delta_files.local_directory("file:/data/lake/t") == "/data/lake/t"
@@ -168,6 +204,16 @@ def test_which_tables_and_columns_take_the_file_path(spark, tmp_path):
     (DeltaTable.createIfNotExists(spark).location(str(tmp_path / "cdf")).addColumns(plain)
      .property("delta.enableChangeDataFeed", "true").execute())
     assert delta_files.writable_configuration(str(tmp_path / "cdf")) is None
+    (DeltaTable.createIfNotExists(spark).location(str(tmp_path / "dv")).addColumns(plain)
+     .property("delta.enableDeletionVectors", "true").execute())
+    assert delta_files.writable_configuration(str(tmp_path / "dv")) is None
+    spark.createDataFrame([(1, "a"), (2, "b")], plain).write.format("delta").mode("append").save(str(tmp_path / "dv"))
+    assert delta_files.stored_rows(str(tmp_path / "dv")) is None, "a file's count may include deleted rows"
+    assert delta_files.stored_rows(str(tmp_path / "plain")) == 0
+
+    assert delta_files.arrow_writable(plain)
+    assert not delta_files.arrow_writable(StructType([StructField("a", IntegerType(), False)])), "NOT NULL"
+    assert not delta_files.arrow_writable(StructType([StructField("a", YearMonthIntervalType())]))
 
     pair = StructType([StructField("x", IntegerType()), StructField("y", IntegerType())])
     columns = [("a", IntegerType()), ("s", pair), ("b", StringType()), ("c", IntegerType())]

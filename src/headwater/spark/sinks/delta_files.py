@@ -1,6 +1,7 @@
-"""A snapshot into a new current-state table without Spark's writer: the executors decode the
-typed snapshot rows and write them as Parquet files with pyarrow, the driver commits the files to
-the Delta log in one transaction with delta-rs (``deltalake``).
+"""Snapshots into new current-state tables, and rewrites of them, without Spark's writer: the
+executors write the rows as Parquet files with pyarrow (a snapshot's typed rows, which they
+decode first, or the rows of a rewrite's join), the driver commits the files to the Delta log in
+one transaction with delta-rs (``deltalake``): an append, or an overwrite of the version read.
 
 Why: a snapshot into a table this sink has just created merges with nothing, it only appends.
 Spark's Delta writer takes the rows back from Python into the JVM, writes them and computes
@@ -83,6 +84,39 @@ def writable_configuration(directory: str) -> dict[str, str | None] | None:
                 and readers <= READER_FEATURES and writers <= WRITER_FEATURES)
     unmapped = configuration.get("delta.columnMapping.mode", "none") == "none"
     return configuration if (plain or featured) and unmapped else None
+
+
+def stored_rows(directory: str) -> int | None:
+    """The rows of the table at `directory` as its log's statistics count them (no data read),
+    or None when they cannot: a file without ``numRecords``, or deletion vectors (a file's count
+    would include its deleted rows)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable
+
+    table = DeltaTable(directory)
+    protocol = table.protocol()
+    if "deletionVectors" in set(protocol.reader_features or ()) | set(protocol.writer_features or ()):
+        return None
+    counts = pa.table(table.get_add_actions(flatten=True)).column("num_records")
+    if counts.null_count:
+        return None
+    return int(pc.sum(counts).as_py() or 0)
+
+
+def arrow_writable(table_schema: Any) -> bool:
+    """Whether rows of `table_schema` (a Spark StructType) can go through Arrow into files that
+    need no checks on write: every column nullable (a NOT NULL column is an invariant Spark
+    checks when it writes) and of a type Spark hands to Python as Arrow."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    if not all(f.nullable for f in table_schema.fields):
+        return False
+    try:
+        to_arrow_schema(table_schema, timezone="UTC")
+    except Exception:  # PySpark raises its own error classes for types Arrow cannot carry
+        return False
+    return True
 
 
 def indexed_columns(columns: list[tuple[str, Any]], configuration: dict[str, str | None]) -> list[str]:
@@ -202,18 +236,17 @@ class _File:
              "stats": [json.dumps(stats, separators=(",", ":"), ensure_ascii=False)]})
 
 
-class ParquetFileWriter:
-    """``mapInArrow`` function: the Arrow IPC streams of typed snapshot records → Parquet files
-    of the table's columns in `directory`, a new one every `file_rows` rows; yields one row per
-    file written (:data:`FILE_COLUMNS`)."""
+class _FileWriter:
+    """``mapInArrow`` function: batches of the table's columns (:meth:`_table_batches`) → Parquet
+    files in `directory`, a new one every `file_rows` rows; yields one row per file written
+    (:data:`FILE_COLUMNS`)."""
 
-    def __init__(self, directory: str, table_schema: Any, stats_columns: list[str], *, position: str, op: str,
-                 ts_ms: str, file_rows: int = FILE_ROWS) -> None:
+    def __init__(self, directory: str, table_schema: Any, stats_columns: list[str],
+                 file_rows: int = FILE_ROWS) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         self.directory = directory
         self.file_rows = file_rows
-        self.position, self.op, self.ts_ms = position, op, ts_ms  # the table's columns for these
         self.schema = to_arrow_schema(table_schema, timezone="UTC")  # Spark exchanges instants in UTC
         self.stats_columns = [c for c in stats_columns if c in self.schema.names]
 
@@ -239,6 +272,33 @@ class ParquetFileWriter:
         finally:
             if file is not None:  # a failed task: its file stays unreferenced
                 file.writer.close()
+
+    def _table_batches(self, batches: Iterator[Any]) -> Iterator[Any]:
+        raise NotImplementedError
+
+
+class TableFileWriter(_FileWriter):
+    """Rows Spark already holds in the table's columns and types (a rewrite's result) → files."""
+
+    def _table_batches(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        target = self.schema
+        for batch in batches:
+            # same columns and types; the table's schema (its nullability) for the file
+            arrays = [column.cast(f.type) if column.type != f.type else column
+                      for column, f in zip(batch.columns, target)]
+            yield pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+class ParquetFileWriter(_FileWriter):
+    """Typed snapshot records (the Arrow IPC streams of ``typed_rows``) → files of the table's
+    columns."""
+
+    def __init__(self, directory: str, table_schema: Any, stats_columns: list[str], *, position: str, op: str,
+                 ts_ms: str, file_rows: int = FILE_ROWS) -> None:
+        super().__init__(directory, table_schema, stats_columns, file_rows)
+        self.position, self.op, self.ts_ms = position, op, ts_ms  # the table's columns for these
 
     def _table_batches(self, batches: Iterator[Any]) -> Iterator[Any]:
         """The records' typed rows as batches of the table's columns: the row's columns by name
@@ -277,25 +337,41 @@ class WrittenFile:
     stats: str
 
 
-def commit(directory: str, files: list[WrittenFile], app_id: str, version: int) -> bool:
+def commit(directory: str, files: list[WrittenFile], app_id: str, version: int,
+           replacing: int | None = None) -> bool:
     """Add `files` to the table in one commit carrying the idempotent-write id (`app_id`,
-    `version`), unless a commit with that id (or a later one) is already there. True if committed."""
+    `version`), unless a commit with that id (or a later one) is already there. With `replacing`
+    (a table version), the commit is an overwrite of that version: it removes every file the
+    version held and must be the version right after it. delta-rs would otherwise retry on top of
+    a commit made in between (its conflict check lets an overwrite follow an append), keeping that
+    commit's rows beside a rewrite that did not see them; without retries it fails instead.
+    True if committed."""
     from deltalake import DeltaTable
+    from deltalake.exceptions import CommitFailedError
     from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, Transaction
 
-    table = DeltaTable(directory)
+    table = DeltaTable(directory) if replacing is None else DeltaTable(directory, version=replacing)
     done = table.transaction_version(app_id)
     if done is not None and done >= version:
         return False
     now = int(time.time() * 1000)
     actions = [AddAction(f.path, f.size, {}, now, True, f.stats) for f in files]
     # checkpoints are Spark's to write (it reads them; delta-rs's would follow its own interval)
-    table.create_write_transaction(
-        actions, "append", table.schema(),
-        commit_properties=CommitProperties(app_transactions=[Transaction(app_id, version)]),
-        post_commithook_properties=PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False))
+    try:
+        table.create_write_transaction(
+            actions, "append" if replacing is None else "overwrite", table.schema(),
+            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, version)],
+                                               max_commit_retries=None if replacing is None else 0),
+            post_commithook_properties=PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False))
+    except CommitFailedError as exc:
+        if replacing is None:
+            raise
+        raise RuntimeError(
+            f"delta table {directory}: another writer committed version {replacing + 1} while this batch rewrote "
+            f"version {replacing}; nothing was committed, and the batch applies to the newer version when "
+            "the query runs it again. Only the sink should write its current-state tables") from exc
     return True
 
 
-__all__ = ["FILE_COLUMNS", "ParquetFileWriter", "WrittenFile", "commit", "indexed_columns", "local_directory",
-           "writable_configuration"]
+__all__ = ["FILE_COLUMNS", "ParquetFileWriter", "TableFileWriter", "WrittenFile", "arrow_writable", "commit",
+           "indexed_columns", "local_directory", "stored_rows", "writable_configuration"]
