@@ -39,6 +39,13 @@ def _ids(out: Path) -> list[int]:
     return ids
 
 
+def _terminate_walsender(pg_db: Any) -> bool:
+    """Terminate the walsender holding this database's slot; False when none holds it."""
+    rows = pg_db.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                         "WHERE database = current_database() AND active")
+    return any(terminated for (terminated,) in rows or [])
+
+
 def _slot_active(server: Any, dbname: str) -> bool:
     conn = server.connect(dbname)
     try:
@@ -111,9 +118,11 @@ def test_no_retries_stops_with_one_clear_line(pg_db, tmp_path: Path) -> None:
     log = tmp_path / "run.log"
     proc = _start(config, log)
     try:
-        wait_while_running(lambda: _slot_active(pg_db.server, pg_db.name), "streaming", proc, log)
-        pg_db.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
-                      "WHERE database = current_database()")
+        # the slot is also active while CREATE_REPLICATION_SLOT runs, and briefly inactive after
+        # it: terminating then kills nothing, and the run streams on (a hang in CI under load).
+        # Only a walsender actually terminated once the run streams counts
+        wait_while_running(lambda: "streaming from slot" in log.read_text(errors="replace")
+                           and _terminate_walsender(pg_db), "streaming", proc, log)
         proc.wait(60)
     finally:
         if proc.poll() is None:

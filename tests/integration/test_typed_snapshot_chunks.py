@@ -69,7 +69,7 @@ def test_typed_chunks_hold_the_rows_and_fall_back_per_chunk(pg_db, tmp_path):
 def test_a_chunk_past_the_memory_bound_is_read_as_events(pg_db, tmp_path, monkeypatch):
     pg_db.execute("CREATE TABLE wide (id int PRIMARY KEY, body text)")
     pg_db.execute("INSERT INTO wide SELECT g, repeat('x', 1000) FROM generate_series(1, 20) g")
-    monkeypatch.setattr(typed_snapshot, "MAX_CHUNK_BYTES", 8_000)  # ~8 rows of CSV text
+    monkeypatch.setattr(typed_snapshot, "MAX_CHUNK_BYTES", 8_000)  # ~8 rows of text
     feed, work = _chunks(pg_db, tmp_path, rows=5)
     try:
         decoder = feed.decoder()
@@ -83,10 +83,39 @@ def test_a_chunk_past_the_memory_bound_is_read_as_events(pg_db, tmp_path, monkey
         feed.close()
 
 
-def test_copy_csv_stops_at_its_bound(pg_db):
+def test_copy_text_stops_at_its_bound(pg_db):
     conn = pg_db.connect(autocommit=False)
     try:
         with pytest.raises(typed_snapshot.ChunkTooLarge):
-            typed_snapshot.copy_csv(conn, "SELECT repeat('y', 100) FROM generate_series(1, 100)", limit=1000)
+            typed_snapshot.copy_text(conn, "SELECT repeat('y', 100) FROM generate_series(1, 100)", limit=1000)
     finally:
         conn.close()
+
+
+# values PostgreSQL's text format escapes (backslash, tab, newline, carriage return, other control
+# characters), ones that look like escapes or NULL, and empty strings (an empty line when alone)
+TRICKY = ["a\tb", "line\nnext", "cr\rlf\r\n", "back\\slash", "\\N", "\\", "N", "", " ", "\b\f\v\x01",
+          "ünï\\tcode", '{"k": "a\\"b"}', "end\\"]
+
+
+def test_text_values_come_back_exactly(pg_db, tmp_path):
+    pg_db.execute("CREATE TABLE texts (id int PRIMARY KEY, t text, j jsonb)")
+    pg_db.execute("CREATE TABLE lone (t text PRIMARY KEY)")  # its rows are single values: '' is an empty line
+    for i, value in enumerate(TRICKY):
+        pg_db.execute("INSERT INTO texts VALUES (%s, %s, %s)", (i, value, '{"v": "x\\\\y\\ttab"}' if i % 2 else None))
+    pg_db.execute("INSERT INTO texts VALUES (100, NULL, NULL)")
+    pg_db.execute("INSERT INTO lone VALUES (''), ('x'), ('\\N')")
+    feed, work = _chunks(pg_db, tmp_path, rows=100)
+    try:
+        decoder = feed.decoder()
+        tables = _by_table(work)
+        [texts] = [decoder.decode_typed(w) for w in tables["texts"]]
+        assert texts is not None
+        got = dict(zip(texts.rows.column("id").to_pylist(), texts.rows.column("t").to_pylist()))
+        assert got == {**dict(enumerate(TRICKY)), 100: None}
+        expected_json = pg_db.execute("SELECT id, j::text FROM texts ORDER BY id")
+        assert dict(zip(texts.rows.column("id").to_pylist(), texts.rows.column("j").to_pylist())) == dict(expected_json)
+        [lone] = [decoder.decode_typed(w) for w in tables["lone"]]
+        assert lone is not None and sorted(lone.rows.column("t").to_pylist()) == ["", "\\N", "x"]
+    finally:
+        feed.close()

@@ -257,7 +257,7 @@ class PgWorkDecoder(WorkDecoder):
                 with conn.cursor() as cur:
                     cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     cur.execute("SET TRANSACTION SNAPSHOT %s", (work.snapshot_name,))
-                data = typed.copy_csv(conn, _chunk_query(conn, captured, work))
+                data = typed.copy_text(conn, _chunk_query(conn, captured, work))
                 conn.rollback()
             finally:
                 conn.close()
@@ -269,7 +269,7 @@ class PgWorkDecoder(WorkDecoder):
             raise connection_error(f"snapshot of table {captured.collection} (chunk {work.chunk_index})",
                                    exc) from None
         try:
-            table = typed.parse_csv(data, layout)
+            table = typed.parse_text(data, layout)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             log.info("snapshot of table %s (chunk %d): a value has no exact typed form (%s); the chunk is "
                      "read as events", captured.collection, work.chunk_index, str(exc).splitlines()[0][:200])

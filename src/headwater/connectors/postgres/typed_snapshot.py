@@ -3,7 +3,7 @@
 A lake sink turns each snapshot event back into a typed row: Python builds the event, the JSON
 converter writes ~3 KB of schema and payload, and the sink parses it again. For a table whose
 every column has a plain, lossless typed form this module skips all of that: the chunk is read
-with ``COPY … TO STDOUT (FORMAT csv)`` and parsed by pyarrow's vectorized CSV reader straight into
+with ``COPY … TO STDOUT`` (text format) and parsed by pyarrow's vectorized CSV reader straight into
 the types the sink stores (int16/32/64, bool, string, decimal128(p, s), date32, timestamp[us] and
 timestamp[us, UTC]), the values the events would carry, converted.
 
@@ -19,6 +19,7 @@ events, as before.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -116,13 +117,13 @@ def typed_layout(captured: CapturedTable) -> TypedLayout | None:
     return TypedLayout(tuple(out), len(captured.raw_columns))
 
 
-# the most CSV text one chunk may buffer for the typed path; a chunk with more (wide rows) is read
+# the most text one chunk may buffer for the typed path; a chunk with more (wide rows) is read
 # as events, which stream in bounded memory
 MAX_CHUNK_BYTES = 64 << 20
 
 
 class ChunkTooLarge(Exception):
-    """The chunk's CSV text passed MAX_CHUNK_BYTES."""
+    """The chunk's text passed MAX_CHUNK_BYTES."""
 
 
 class _BoundedBuffer(io.BytesIO):
@@ -136,22 +137,37 @@ class _BoundedBuffer(io.BytesIO):
         return super().write(data)
 
 
-def copy_csv(conn: Any, query_text: str, limit: int | None = None) -> bytes:
-    """The query's rows as PostgreSQL CSV (NULL unquoted and empty, an empty string quoted), in the
-    session's ISO date style and UTC time zone, so pyarrow reads timestamps as instants. Raises
-    ChunkTooLarge past `limit` bytes (default MAX_CHUNK_BYTES; the COPY is abandoned: close the
-    connection)."""
+def copy_text(conn: Any, query_text: str, limit: int | None = None) -> bytes:
+    """The query's rows in PostgreSQL's text format (tab-separated, NULL as ``\\N``, backslash
+    escapes), in the session's ISO date style and UTC time zone, so pyarrow reads timestamps as
+    instants. Raises ChunkTooLarge past `limit` bytes (default MAX_CHUNK_BYTES; the COPY is
+    abandoned: close the connection). Text rather than CSV: the server writes it faster (1M
+    benchmark rows on one connection: 1.0–1.5 s against 1.7–2.1 s), and escaped values are rare."""
     with conn.cursor() as cur:
         cur.execute("SET LOCAL TimeZone = 'UTC'")
         cur.execute("SET LOCAL DateStyle = 'ISO, YMD'")
         buffer = _BoundedBuffer(limit or MAX_CHUNK_BYTES)
-        cur.copy_expert(f"COPY ({query_text}) TO STDOUT WITH (FORMAT csv)", buffer, size=1 << 20)
+        cur.copy_expert(f"COPY ({query_text}) TO STDOUT", buffer, size=1 << 20)
     return buffer.getvalue()
 
 
-def parse_csv(data: bytes, layout: TypedLayout) -> pa.Table:
+# what COPY TO writes for a backslash, the delimiter (tab) and these control characters; it never
+# writes octal or hex escapes (PostgreSQL's COPY documentation, "Text Format")
+_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+
+
+def _unescape(text: str) -> str:
+    return _ESCAPED.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), text)
+
+
+def parse_text(data: bytes, layout: TypedLayout) -> pa.Table:
     """Typed columns named after the value fields; raises pyarrow.ArrowInvalid for a value that
-    has no exact typed form (the caller reads the chunk as events then)."""
+    has no exact typed form (the caller reads the chunk as events then). Each row is one line
+    (newlines and tabs in values are escaped), so the values split without quoting; only string
+    values can hold a backslash escape, and only those that do are undone, in Python."""
+    import pyarrow.compute as pc
+
     raw_names = [f"c{i}" for i in range(layout.raw_count)]
     wanted = {f"c{index}": arrow for _, index, arrow in layout.fields}
     if not data:
@@ -159,11 +175,24 @@ def parse_csv(data: bytes, layout: TypedLayout) -> pa.Table:
     table = pa_csv.read_csv(
         io.BytesIO(data),
         read_options=pa_csv.ReadOptions(column_names=raw_names, use_threads=False, block_size=1 << 22),
-        parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+        # an empty line is a row (one text column holding ''), not a line to skip
+        parse_options=pa_csv.ParseOptions(delimiter="\t", quote_char=False, double_quote=False, escape_char=False,
+                                          newlines_in_values=False, ignore_empty_lines=False),
         convert_options=pa_csv.ConvertOptions(
             column_types=wanted, include_columns=list(wanted), true_values=["t"], false_values=["f"],
-            null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=False))
-    columns = [table.column(f"c{index}") for _, index, _ in layout.fields]
+            null_values=["\\N"], strings_can_be_null=True))
+    escapes = b"\\" in data  # one scan of the text; most chunks have no escape at all
+    columns = []
+    for _, index, arrow in layout.fields:
+        column = table.column(f"c{index}")
+        if escapes and pa.types.is_string(arrow):
+            escaped = pc.match_substring(column, "\\")
+            if pc.any(escaped).as_py():
+                column = column.combine_chunks()
+                mask = escaped.combine_chunks() if isinstance(escaped, pa.ChunkedArray) else escaped
+                fixed = [_unescape(v) for v in column.filter(mask).to_pylist()]
+                column = pc.replace_with_mask(column, mask, pa.array(fixed, pa.string()))
+        columns.append(column)
     return pa.Table.from_arrays(columns, schema=layout.arrow_schema())
 
 
