@@ -148,6 +148,7 @@ def test_files_hold_the_rows_with_sparks_statistics_and_commit_once(spark, tmp_p
 
 
 def test_a_rewrite_replaces_exactly_the_version_it_read(spark, tmp_path):
+    from deltalake import DeltaTable
     from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
     schema = StructType([StructField("a", IntegerType()), StructField("b", StringType())])
@@ -180,6 +181,17 @@ def test_a_rewrite_replaces_exactly_the_version_it_read(spark, tmp_path):
     assert rows() == [(5, "w"), (7, "p"), (8, "q")] and delta_files.stored_rows(str(path)) == 3
     assert delta_files.commit(str(path), files([10], ["s"]), "app:merge", 4, replacing=3)
     assert rows() == [(10, "s")]
+
+    # rewrite after rewrite: checkpoints every 10 versions, as Spark's commits would write them,
+    # and Spark reads the table from them
+    for batch in range(5, 12):
+        version = DeltaTable(str(path)).version()
+        assert delta_files.commit(str(path), files([batch], [f"v{batch}"]), "app:merge", batch, replacing=version)
+    assert DeltaTable(str(path)).version() == 11
+    assert [p.name for p in (path / "_delta_log").glob("*.checkpoint.parquet")] == [
+        "00000000000000000010.checkpoint.parquet"]
+    assert rows() == [(11, "v11")]
+    assert spark.read.format("delta").option("versionAsOf", 10).load(str(path)).first()["b"] == "v10"
 
 
 def test_which_tables_and_columns_take_the_file_path(spark, tmp_path):

@@ -356,7 +356,7 @@ def commit(directory: str, files: list[WrittenFile], app_id: str, version: int,
         return False
     now = int(time.time() * 1000)
     actions = [AddAction(f.path, f.size, {}, now, True, f.stats) for f in files]
-    # checkpoints are Spark's to write (it reads them; delta-rs's would follow its own interval)
+    # checkpoints at Spark's interval (below), not at delta-rs's own
     try:
         table.create_write_transaction(
             actions, "append" if replacing is None else "overwrite", table.schema(),
@@ -370,7 +370,24 @@ def commit(directory: str, files: list[WrittenFile], app_id: str, version: int,
             f"delta table {directory}: another writer committed version {replacing + 1} while this batch rewrote "
             f"version {replacing}; nothing was committed, and the batch applies to the newer version when "
             "the query runs it again. Only the sink should write its current-state tables") from exc
+    _checkpoint_if_due(directory)
     return True
+
+
+# Spark writes a checkpoint every delta.checkpointInterval commits (10 by default) when it is the
+# one committing; a table rewritten batch after batch by these commits would otherwise grow a log
+# of JSON files only, which every reader replays from the last checkpoint
+DEFAULT_CHECKPOINT_INTERVAL = 10
+
+
+def _checkpoint_if_due(directory: str) -> None:
+    from deltalake import DeltaTable
+
+    table = DeltaTable(directory)
+    raw = table.metadata().configuration.get("delta.checkpointInterval")
+    interval = int(raw) if raw and raw.strip().isdigit() and int(raw) > 0 else DEFAULT_CHECKPOINT_INTERVAL
+    if table.version() % interval == 0:
+        table.create_checkpoint()
 
 
 __all__ = ["FILE_COLUMNS", "ParquetFileWriter", "TableFileWriter", "WrittenFile", "arrow_writable", "commit",
