@@ -754,15 +754,13 @@ class DeltaSink:
         from headwater.spark.sinks import delta_files
 
         # every record typed (one part: the typed rows), every event a snapshot read
-        if (not self.files or table.mapped or summary.reads != summary.events
-                or summary.typed != summary.records or summary.last_truncate is not None
-                or len(parts) != 1 or parts[0].records is None):
+        if (summary.reads != summary.events or summary.typed != summary.records
+                or summary.last_truncate is not None or len(parts) != 1 or parts[0].records is None):
             return False
-        directory = delta_files.local_directory(path)
-        configuration = delta_files.writable_configuration(directory) if directory is not None else None
-        if configuration is None:  # also when there is no local directory
+        target = self._file_target(path, table)
+        if target is None:
             return False
-        assert directory is not None
+        directory, configuration = target
         with self._timed("current.files"):
             schema = StructType([StructField(name, kind, True) for name, kind in table.columns.items()])
             writer = delta_files.ParquetFileWriter(
@@ -778,6 +776,15 @@ class DeltaSink:
             files = [delta_files.WrittenFile(r["path"], r["size"], r["rows"], r["stats"]) for r in written]
             delta_files.commit(directory, files, app, batch_id)
         return True
+
+    def _file_target(self, path: str, table: _Table) -> tuple[str, dict[str, str | None]] | None:
+        """The table's directory and configuration when the executors may write its files and
+        delta-rs commit them (:mod:`~headwater.spark.sinks.delta_files`), else None."""
+        from headwater.spark.sinks import delta_files
+
+        directory = delta_files.local_directory(path) if self.files and not table.mapped else None
+        configuration = delta_files.writable_configuration(directory) if directory is not None else None
+        return (directory, configuration) if directory is not None and configuration is not None else None
 
     def _rewrites(self, session: Any, path: str, summary: _Summary) -> bool:
         """Whether this batch rewrites the table rather than MERGE into it: its events other than
@@ -811,18 +818,16 @@ class DeltaSink:
 
         from headwater.spark.sinks import delta_files
 
-        directory = delta_files.local_directory(path) if self.files and not table.mapped else None
-        configuration = delta_files.writable_configuration(directory) if directory is not None else None
-        if configuration is not None:
+        file_target = self._file_target(path, table)
+        if file_target is not None:
             from deltalake import DeltaTable
 
-            assert directory is not None
-            version = DeltaTable(directory).version()
+            version = DeltaTable(file_target[0]).version()
             # the version whose files the commit replaces, exactly
             stored = session.read.format("delta").option("versionAsOf", version).load(path)
             if not delta_files.arrow_writable(stored.schema):
-                configuration = None
-        if configuration is None:
+                file_target = None
+        if file_target is None:
             stored = session.read.format("delta").load(path)
         present = "__hw_stored"
         target = stored.select(*[F.col(quote(name)).alias(f"__hw_t{i}") for i, name in enumerate(stored.columns)],
@@ -853,10 +858,10 @@ class DeltaSink:
                 new = F.lit(None)
             out.append(F.when(applies, new.cast(stored.schema[name].dataType)).otherwise(kept).alias(name))
         rows = joined.filter(~(applies & (F.col("__hw_op") == "d"))).select(*out)
-        if configuration is None:
+        if file_target is None:
             rows.write.format("delta").mode("overwrite").save(path)
             return
-        assert directory is not None
+        directory, configuration = file_target
         with self._timed("current.files"):
             indexed = delta_files.indexed_columns([(f.name, f.dataType) for f in stored.schema.fields], configuration)
             writer = delta_files.TableFileWriter(directory, stored.schema, indexed)
