@@ -186,10 +186,9 @@ def parse_text(data: bytes, layout: TypedLayout) -> pa.Table:
     for _, index, arrow in layout.fields:
         column = table.column(f"c{index}")
         if escapes and pa.types.is_string(arrow):
-            escaped = pc.match_substring(column, "\\")
-            if pc.any(escaped).as_py():
-                column = column.combine_chunks()
-                mask = escaped.combine_chunks() if isinstance(escaped, pa.ChunkedArray) else escaped
+            column = column.combine_chunks()
+            mask = pc.match_substring(column, "\\")
+            if pc.any(mask).as_py():
                 fixed = [_unescape(v) for v in column.filter(mask).to_pylist()]
                 column = pc.replace_with_mask(column, mask, pa.array(fixed, pa.string()))
         columns.append(column)

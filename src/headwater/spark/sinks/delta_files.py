@@ -370,7 +370,7 @@ def commit(directory: str, files: list[WrittenFile], app_id: str, version: int,
             f"delta table {directory}: another writer committed version {replacing + 1} while this batch rewrote "
             f"version {replacing}; nothing was committed, and the batch applies to the newer version when "
             "the query runs it again. Only the sink should write its current-state tables") from exc
-    _checkpoint_if_due(directory)
+    _checkpoint_if_due(table)
     return True
 
 
@@ -380,10 +380,9 @@ def commit(directory: str, files: list[WrittenFile], app_id: str, version: int,
 DEFAULT_CHECKPOINT_INTERVAL = 10
 
 
-def _checkpoint_if_due(directory: str) -> None:
-    from deltalake import DeltaTable
-
-    table = DeltaTable(directory)
+def _checkpoint_if_due(table: Any) -> None:
+    """`table`: the DeltaTable that just committed (it stays at the version it was loaded at)."""
+    table.update_incremental()  # the commits since, only
     raw = table.metadata().configuration.get("delta.checkpointInterval")
     interval = int(raw) if raw and raw.strip().isdigit() and int(raw) > 0 else DEFAULT_CHECKPOINT_INTERVAL
     if table.version() % interval == 0:
