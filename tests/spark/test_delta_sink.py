@@ -20,6 +20,7 @@ import pytest
 
 from helpers.capture import base_properties
 from helpers.spark_capture import SparkCapture, wait_first_batch
+from helpers.spark_jobs import jobs_of_finished_executions
 
 GOLDEN = Path(__file__).resolve().parents[1] / "conformance" / "golden"
 PLACEHOLDER = "__debezium_unavailable_value"
@@ -514,6 +515,9 @@ def test_postgres_through_spark_into_delta_equals_the_tables(spark, pg_db, tmp_p
         capture.emit_sentinel_and_wait(pg_db, timeout=300)
     finally:
         capture.stop()
+    # the sink wrote its tables from several threads: none of their jobs is left in the scheduler
+    # under an execution that has ended (this grew the driver's heap by every batch until it died)
+    assert jobs_of_finished_executions(spark) == {}
     values = [r.value for r in capture.rows() if r.value is not None]
     enveloped = [v for v in values if v.startswith('{"schema":')]
     if value_format == "json":

@@ -71,3 +71,40 @@ def test_a_jvm_that_cannot_resolve_its_packages_is_told_as_such(tmp_path):
     assert "SparkStartError: Spark's JVM exited while starting" in done.stderr, done.stderr[-3000:]
     assert "it resolves org.example:missing:1.0 through Ivy first" in done.stderr
     assert "scripts/fetch_jars.sh" in done.stderr
+
+
+def test_threads_of_one_batch_each_get_their_own_local_properties(spark):
+    """Spark and Delta set local properties while a job runs (``spark.sql.execution.id``): what one
+    of the threads sets must stay out of the others, while each starts from the caller's values."""
+    import threading
+
+    from headwater.spark.session import thread_target
+
+    context = spark.sparkContext
+    context.setLocalProperty("headwater.test.caller", "batch 7")
+    set_by_first = threading.Event()
+    seen: dict[str, object] = {}
+
+    def first() -> None:
+        seen["first starts with"] = context.getLocalProperty("headwater.test.caller")
+        context.setLocalProperty("spark.sql.execution.id", "41")
+        set_by_first.set()
+
+    def second() -> None:
+        assert set_by_first.wait(30)
+        seen["second starts with"] = context.getLocalProperty("headwater.test.caller")
+        seen["second sees"] = context.getLocalProperty("spark.sql.execution.id")
+
+    def run(role: str) -> None:
+        first() if role == "first" else second()
+
+    target = thread_target(spark, run)  # wrapped once, run by both threads (as the Delta sink does)
+    try:
+        threads = [threading.Thread(target=target, args=(role,)) for role in ("first", "second")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        context.setLocalProperty("headwater.test.caller", None)
+    assert seen == {"first starts with": "batch 7", "second starts with": "batch 7", "second sees": None}

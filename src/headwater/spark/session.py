@@ -8,16 +8,19 @@ itself (``spark.jars.packages``, from Maven Central into ~/.ivy2).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+T = TypeVar("T")
 
 # must match scripts/maven/spark-jars.pom.xml and the pyspark / delta-spark pins in pyproject.toml
 MAVEN_PACKAGES = ("io.delta:delta-spark_2.13:4.4.0", "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0")
@@ -154,3 +157,30 @@ def build_session(app_name: str = "headwater", master: str | None = None,
 
     register(spark)
     return spark
+
+
+def thread_target(session: SparkSession, target: Callable[..., T]) -> Callable[..., T]:
+    """``target`` for a thread that runs Spark jobs on behalf of this one: each call starts from a
+    copy of this thread's local properties (the streaming query's job group and ids) and its tags,
+    so stopping the query cancels the thread's jobs too.
+
+    ``pyspark.util.inheritable_thread_target`` hands every thread that runs one wrapped target the
+    same ``Properties`` object. Spark and Delta write into the local properties while a job runs
+    (``spark.sql.execution.id``, Delta's job descriptions), so threads sharing it submitted jobs
+    under each other's execution ids, often ones that had already ended. Spark 4.2's scheduler holds
+    such a job, with its stages, RDDs and broadcasts, until the driver stops
+    (``DAGScheduler.activeQueryToJobs``): the demo's driver heap grew by every batch until a
+    broadcast found no memory, after 17 minutes.
+    """
+    context = session.sparkContext
+    properties = context._jsc.sc().getLocalProperties().clone()
+    tags = set(session.getTags())
+
+    @functools.wraps(target)
+    def run(*args: Any, **kwargs: Any) -> T:
+        context._jsc.sc().setLocalProperties(properties.clone())  # this call's own copy
+        for tag in tags:
+            session.addTag(tag)
+        return target(*args, **kwargs)
+
+    return run

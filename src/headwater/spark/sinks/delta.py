@@ -275,11 +275,9 @@ class DeltaSink:
             for topic in topics:
                 self._write_topic(session, data.filter(F.col("topic") == topic), summaries[topic], batch_id, app)
             return
-        from pyspark.util import inheritable_thread_target
+        from headwater.spark.session import thread_target
 
-        # the threads take the stream's local properties (job group, query id): stopping the query
-        # cancels their jobs too
-        write = inheritable_thread_target(session)(self._write_topic)
+        write = thread_target(session, self._write_topic)
         with ThreadPoolExecutor(max_workers=min(self.parallelism, len(topics)),
                                 thread_name_prefix="headwater-delta") as pool:
             futures = [pool.submit(write, session, data.filter(F.col("topic") == topic), summaries[topic],
