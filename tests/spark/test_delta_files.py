@@ -236,6 +236,110 @@ def test_which_tables_and_columns_take_the_file_path(spark, tmp_path):
     assert delta_files.indexed_columns(columns, {"delta.dataSkippingStatsColumns": "c, `A`"}) == ["a", "c"]
 
 
+def _version_zero(path: Path) -> dict[str, Any]:
+    """A table's first commit without what differs between any two creations (ids, times,
+    commit info)."""
+    actions = [json.loads(line) for line in (path / "_delta_log" / f"{0:020d}.json").read_text().splitlines()]
+    meta = next(a["metaData"] for a in actions if "metaData" in a)
+    return {"protocol": next(a["protocol"] for a in actions if "protocol" in a),
+            "schema": json.loads(meta["schemaString"]), "configuration": meta["configuration"],
+            "partitionColumns": meta["partitionColumns"], "format": meta["format"],
+            "other": sorted(k for a in actions for k in a if k not in ("protocol", "metaData", "commitInfo"))}
+
+
+def test_a_table_created_by_delta_rs_is_the_one_spark_creates(spark, tmp_path):
+    from delta.tables import DeltaTable
+    from pyspark.sql.types import (
+        ArrayType,
+        DecimalType,
+        IntegerType,
+        MapType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampNTZType,
+        TimestampType,
+    )
+
+    from headwater.spark.sinks.delta import DeltaSink
+
+    schema = StructType([StructField("id", IntegerType()), StructField("amount", DecimalType(12, 2)),
+                         StructField("at", TimestampType()), StructField("tags", ArrayType(StringType())),
+                         StructField("attrs", MapType(StringType(), StructType([StructField("v", IntegerType())]))),
+                         StructField(POSITION, StringType())])
+    properties = {"headwater.key": '["id"]', "headwater.topic": "db.public.t"}
+    builder = DeltaTable.createIfNotExists(spark).location(str(tmp_path / "by_spark")).addColumns(schema)
+    for key, value in properties.items():
+        builder = builder.property(key, value)
+    builder.execute()
+    delta_files.create(str(tmp_path / "by_rs"), schema, properties)
+    by_spark = _version_zero(tmp_path / "by_spark")
+    assert by_spark["protocol"] == {"minReaderVersion": 1, "minWriterVersion": 2}
+    assert _version_zero(tmp_path / "by_rs") == by_spark
+    assert spark.read.format("delta").load(str(tmp_path / "by_rs")).schema == schema
+    assert delta_files.writable_configuration(str(tmp_path / "by_rs")) == properties
+    delta_files.create(str(tmp_path / "by_rs"), StructType([StructField("other", StringType())]), {})
+    assert _version_zero(tmp_path / "by_rs") == by_spark, "an existing table is left as it is"
+    assert not (tmp_path / "by_rs" / "_delta_log" / f"{1:020d}.json").exists()
+
+    assert delta_files.plain_schema(schema)
+    assert not delta_files.plain_schema(StructType([StructField("ts", TimestampNTZType())])), "a table feature"
+    assert not delta_files.plain_schema(StructType([StructField("a", ArrayType(TimestampNTZType()))]))
+    assert not delta_files.plain_schema(StructType([StructField("a", IntegerType(), True, {"comment": "x"})]))
+
+    # the sink creates with delta-rs only the tables Spark would create in the same way
+    sink = DeltaSink(spark, str(tmp_path / "sink"))
+    assert sink._create_by_files(spark, str(tmp_path / "sink" / "a"), schema, properties, mapped=False)
+    assert _version_zero(tmp_path / "sink" / "a") == by_spark
+    assert not sink._create_by_files(spark, str(tmp_path / "sink" / "b"), schema, properties, mapped=True)
+    assert not sink._create_by_files(spark, "s3a://bucket/lake/c", schema, properties, mapped=False)
+    ntz = StructType([StructField("ts", TimestampNTZType())])
+    assert not sink._create_by_files(spark, str(tmp_path / "sink" / "d"), ntz, properties, mapped=False)
+    assert not DeltaSink(spark, str(tmp_path / "sink"), options={"files": "false"})._create_by_files(
+        spark, str(tmp_path / "sink" / "e"), schema, properties, mapped=False)
+    key = "spark.databricks.delta.properties.defaults.enableChangeDataFeed"
+    spark.conf.set(key, "true")
+    try:
+        assert not sink._create_by_files(spark, str(tmp_path / "sink" / "f"), schema, properties, mapped=False)
+    finally:
+        spark.conf.unset(key)
+    assert not any((tmp_path / "sink" / name).exists() for name in "bdef")
+
+
+def test_a_table_read_from_its_log_is_what_spark_describes(spark, tmp_path):
+    from delta.tables import DeltaTable
+    from pyspark.sql.types import ArrayType, DecimalType, IntegerType, StringType, StructField, StructType
+
+    from headwater.spark.sinks import delta as sink_module
+    from headwater.spark.sinks.delta import KEY_PROPERTY, DeltaSink
+
+    schema = StructType([StructField("id", IntegerType()), StructField("amount", DecimalType(12, 2)),
+                         StructField("tags", ArrayType(StructType([StructField("v", StringType())])))])
+    path = str(tmp_path / "t")
+    (DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).property(KEY_PROPERTY, '["id"]')
+     .property("delta.checkpointInterval", "5").execute())
+    spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS (added string)")
+    properties, described = DeltaSink._described_by_log(path)
+    detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
+    assert properties == dict(detail["properties"]) == {KEY_PROPERTY: '["id"]', "delta.checkpointInterval": "5"}
+    spark_schema = spark.read.format("delta").load(path).schema
+    assert [(f.name, f.dataType) for f in described.fields] == [(f.name, f.dataType) for f in spark_schema.fields]
+    assert [f.name for f in described.fields] == ["id", "amount", "tags", "added"]
+
+    assert DeltaSink._described_by_log(str(tmp_path / "none")) is sink_module._NO_TABLE
+    (tmp_path / "leftover" / "_delta_log").mkdir(parents=True)  # a creation that never committed
+    assert DeltaSink._described_by_log(str(tmp_path / "leftover")) is sink_module._NO_TABLE
+    assert DeltaSink._described_by_log("s3a://bucket/lake/t") is None, "Spark reads what is not local"
+    mapped = str(tmp_path / "mapped")
+    (DeltaTable.createIfNotExists(spark).location(mapped).addColumns(schema)
+     .property("delta.columnMapping.mode", "name").property("delta.minReaderVersion", "2")
+     .property("delta.minWriterVersion", "5").execute())
+    assert DeltaSink._described_by_log(mapped) is None, "column mapping: Spark gives the logical schema"
+    sink = DeltaSink(spark, str(tmp_path))
+    assert sink._table(spark, mapped).mapped and sink._table(spark, path).keys == ["id"]
+    assert sink._table(spark, str(tmp_path / "none")) is None
+
+
 @pytest.mark.parametrize("values, low, high", [
     (["b", "a", None], "a", "b"),
     (["é", "z"], "z", "é"),  # UTF-8 byte order, as Spark compares strings

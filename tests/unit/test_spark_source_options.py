@@ -92,3 +92,14 @@ def test_stream_delivery_is_events_or_rows():
     assert SourceSettings.from_options({**BASE, "streamdelivery": "Rows"}).stream_delivery == "rows"
     with pytest.raises(ConfigError, match=r"streamDelivery='typed': expected one of events, rows"):
         SourceSettings.from_options({**BASE, "streamDelivery": "typed"})
+
+
+def test_a_chunks_counts_are_its_messages_and_follow_a_join():
+    from headwater.connectors.postgres.feed import change_messages, chunk_bytes
+
+    chunk = Chunk(StreamPosition(), [(b"B" + b"." * 20, 1), (b"I" + b"." * 99, 2), (b"U" * 50, 3), (b"C" * 25, 4)])
+    assert (chunk_bytes(chunk), change_messages(chunk)) == (21 + 100 + 50 + 25, 2)  # BEGIN/COMMIT are no changes
+    # a transaction kept whole joins the next chunk's messages into this one (_add_work)
+    chunk.messages.extend([(b"D" * 10, 5), (b"T" * 7, 6), (b"M" * 3, 7), (b"R" * 30, 8)])
+    assert (chunk_bytes(chunk), change_messages(chunk)) == (196 + 10 + 7 + 3 + 30, 5)
+    assert StreamWork(chunk).nbytes == 246 and StreamWork(chunk).size == 8
