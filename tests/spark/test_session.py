@@ -108,3 +108,16 @@ def test_threads_of_one_batch_each_get_their_own_local_properties(spark):
     finally:
         context.setLocalProperty("headwater.test.caller", None)
     assert seen == {"first starts with": "batch 7", "second starts with": "batch 7", "second sees": None}
+
+
+def test_the_newest_row_per_key_is_sorted_once(spark):
+    """build_session turns off Spark's partial WindowGroupLimit: for the Delta sink's
+    row_number() = 1 per key it sorted every row before the shuffle as well as after it."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    rows = spark.range(1000).select((F.col("id") % 100).alias("k"), F.col("id").cast("string").alias("pos"))
+    newest = rows.withColumn("rank", F.row_number().over(Window.partitionBy("k").orderBy(F.col("pos").desc())))
+    plan = newest.filter("rank = 1")._jdf.queryExecution().executedPlan().toString()
+    assert "WindowGroupLimit" not in plan and plan.count("Sort [") == 1, plan
+    assert sorted(r["pos"] for r in newest.filter("rank = 1").collect()) == sorted(str(900 + k) for k in range(100))

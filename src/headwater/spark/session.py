@@ -40,6 +40,10 @@ DEFAULT_CONF: dict[str, str] = {
     # tasks; the default 50 made every CDC commit of a small table a 50-task job (5 s on 2 cores,
     # 1.2 s with 4)
     "spark.databricks.delta.snapshotPartitions": "4",
+    # the Delta sink keeps a batch's newest event per key as row_number() = 1 over the key; Spark
+    # then adds a partial WindowGroupLimit before the shuffle, which sorts every row once more to
+    # drop duplicate keys that change batches have few of (1M rows of a rewrite sorted twice)
+    "spark.sql.optimizer.windowGroupLimitThreshold": "-1",
     # Spark matches a regex against the message of the exception that ends a stopped query; when
     # stop() interrupts a batch inside Python, that message holds whole tracebacks and the default
     # 1 MB thread stack overflows in java.util.regex (the query thread then dies noisily)
