@@ -335,7 +335,6 @@ class DeltaSink:
                          F.count(F.when(bare, F.lit(1))).alias("bare"),
                          typed_records)
                     .collect())
-            unknown = [r["topic"] for r in rows if r["unknown"]]
             if not stated_read:
                 # what the batch states itself, read once: the schema records of topics whose values
                 # come without a schema, and the key and value of the typed records of topics with
