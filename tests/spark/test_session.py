@@ -121,3 +121,12 @@ def test_the_newest_row_per_key_is_sorted_once(spark):
     plan = newest.filter("rank = 1")._jdf.queryExecution().executedPlan().toString()
     assert "WindowGroupLimit" not in plan and plan.count("Sort [") == 1, plan
     assert sorted(r["pos"] for r in newest.filter("rank = 1").collect()) == sorted(str(900 + k) for k in range(100))
+
+
+def test_the_code_cache_has_room_for_the_adapters_of_a_long_run(spark):
+    """A CI session ran out of the code cache's non-method segment (~5.7 MB by default) after
+    ~18 minutes of pipelines: "Out of space in CodeCache for adapters" failed a query."""
+    jvm = spark.sparkContext._jvm
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    assert int(bean.getVMOption("NonNMethodCodeHeapSize").getValue()) >= 32 << 20

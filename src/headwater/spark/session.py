@@ -46,8 +46,12 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.optimizer.windowGroupLimitThreshold": "-1",
     # Spark matches a regex against the message of the exception that ends a stopped query; when
     # stop() interrupts a batch inside Python, that message holds whole tracebacks and the default
-    # 1 MB thread stack overflows in java.util.regex (the query thread then dies noisily)
-    "spark.driver.extraJavaOptions": "-Xss16m",
+    # 1 MB thread stack overflows in java.util.regex (the query thread then dies noisily).
+    # Every query compiles new classes (Spark's generated code, method handles), and the JIT's
+    # adapters for them go to the code cache's non-method segment, ~5.7 MB by default: a CI test
+    # session filled it after ~18 minutes of pipelines ("Out of space in CodeCache for adapters",
+    # the query failed); a pipeline running for days would too
+    "spark.driver.extraJavaOptions": "-Xss16m -XX:NonNMethodCodeHeapSize=32m",
 }
 
 
