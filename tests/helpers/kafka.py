@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -111,6 +112,18 @@ class ThrowawayKafka:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    @contextlib.contextmanager
+    def hung(self) -> Iterator[None]:
+        """The broker hangs inside this block (SIGSTOP): its port accepts connections, but no
+        request is answered — as a broker stuck in a long GC pause or on a dead disk."""
+        if self._process is None:
+            raise KafkaBrokerError("the broker has not been started")
+        os.kill(self._process.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(self._process.pid, signal.SIGCONT)
 
     def broker_log(self, tail: int = 40) -> str:
         """The last lines of the broker's log and of its console output (for error messages)."""

@@ -451,6 +451,9 @@ def test_driver_killed_at_random_loses_nothing(spark, kafka, pg_db, tmp_path: Pa
         reached = last_offset_lsn(driver)
         note(f"run {driver.runs}: exited, {driver.last('commits') + 1} batches in all, the last one ending at LSN "
              f"{reached} (WAL insert LSN before the run: {target})")
+    except AssertionError as exc:  # what the broker saw, too: a run can fail in its Kafka write
+        raise AssertionError(f"{exc}\n--- timeline ---\n" + "\n".join(timeline)
+                             + f"\n--- the Kafka broker ---\n{kafka.broker_log(80)}") from None
     finally:
         driver.cleanup()
         if workload.is_alive():

@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 import threading
 import time
 import uuid
@@ -24,6 +26,7 @@ import pytest
 from headwater.config import ConfigError
 from headwater.engine.feed import position_key
 from headwater.spark.kafka_topics import debezium_records, kafka_source_options, read_debezium_topics
+from headwater.spark.pipeline import Pipeline, PipelineSpec, SinkSpec
 from headwater.spark.sinks.kafka import KafkaSink, producer_options
 from headwater.spark.source import SCHEMA
 from helpers.capture import base_properties
@@ -402,6 +405,51 @@ def test_replayed_batch_keeps_every_change_in_order_per_key(spark, kafka, pg_db,
         firsts = list(dict.fromkeys(seen))  # each change in the order it first arrived
         assert firsts == [canonical(r) for r in records], topic_key
         assert seen[-1] == canonical(records[-1]), f"{topic_key}: the newest record is not the last"
+
+
+def test_a_hung_broker_fails_the_batch_and_the_restarted_query_delivers_it(spark, kafka, pg_db, tmp_path, caplog):
+    """The broker hangs (SIGSTOP) while `headwater pipeline` writes the snapshot: the producer
+    gives up after its delivery timeout, the batch fails with that cause in one line, `run()`
+    restarts the query from the checkpoint until the broker answers again, and the batch is then
+    delivered."""
+    pg_db.execute("CREATE TABLE hung (id int PRIMARY KEY, v text)")
+    pg_db.execute("INSERT INTO hung SELECT g, 'row ' || g FROM generate_series(1, 20) g")
+    prefix = f"hung{uuid.uuid4().hex[:8]}"
+    props = base_properties(pg_db, tmp_path, "hwk_hung", **{"topic.prefix": prefix,
+                                                            "retriable.restart.connector.wait.ms": "200",
+                                                            "errors.retry.delay.initial.ms": "200"})
+    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
+        props.pop(key)
+    # a producer that gives up within seconds (the defaults: 2 minutes)
+    sink = SinkSpec("kafka", {"bootstrap.servers": kafka.bootstrap_servers, "kafka.delivery.timeout.ms": "3000",
+                              "kafka.request.timeout.ms": "1000", "kafka.max.block.ms": "3000"})
+    spec = PipelineSpec(source=props, sinks=[sink], checkpoint=tmp_path / "checkpoint",
+                        trigger={"availableNow": True})
+    caplog.set_level(logging.INFO, logger="headwater.spark.pipeline")
+    pipeline = Pipeline(spec, spark=spark)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            pipeline.run()
+        except BaseException as exc:  # handed to the test
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name="pipeline-run", daemon=True)
+    with kafka.hung():
+        thread.start()
+        deadline = time.monotonic() + 180
+        while caplog.text.count("restarting it from the checkpoint") < 2:  # failed, restarted, failed again
+            assert thread.is_alive(), f"the pipeline ended while the broker hung: {errors!r}"
+            assert time.monotonic() < deadline, f"no two restarts within 180 s:\n{caplog.text}"
+            time.sleep(0.1)
+    thread.join(180)
+    assert not thread.is_alive() and not errors, errors
+    assert re.search(r"the streaming query failed: kafka sink \(127\.0\.0\.1:\d+\): batch 0 was not delivered: "
+                     r"TimeoutException: [^\n]+; restarting it from the checkpoint in 0\.\d s \(restart 1\)",
+                     caplog.text), caplog.text
+    rows = read_topics(spark, kafka, [f"{prefix}.public.hung"])
+    assert {json.loads(bytes(r.key))["payload"]["id"] for r in rows} == set(range(1, 21))
 
 
 # --------------------------------------------------------------------------------------------------

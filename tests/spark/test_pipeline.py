@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from headwater.config import ConfigError
 from headwater.embedded.postgres import drop_replication_slot
-from headwater.spark.pipeline import Pipeline, PipelineSpec, load_pipeline, parse_pipeline
+from headwater.spark.failures import failure_reason
+from headwater.spark.pipeline import Pipeline, PipelineFailed, PipelineSpec, load_pipeline, parse_pipeline
 from helpers.capture import base_properties, drop_sentinels
 from helpers.conformance import describe_diff, normalize
 
@@ -169,3 +172,104 @@ def test_a_slot_dropped_while_the_pipeline_was_stopped_is_resnapshotted_with_whe
     assert events[:2] == [("r", 1, "a"), ("r", 2, "b")], events  # the first snapshot
     assert sorted(events[2:5]) == [("r", 1, "a2"), ("r", 2, "b"), ("r", 3, "c")], events  # the new one
     assert events[5:] == [("d", 2, None)], events  # streamed from the new slot
+
+
+# -- restarts after a transient failure ------------------------------------------------------------
+
+
+class _Running:
+    """`Pipeline.run()` on a thread (as `headwater pipeline` runs it), with what it raised."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="pipeline-run", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.pipeline.run()
+        except BaseException as exc:  # handed to the test
+            self.error = exc
+
+    def stop(self, timeout: float = 120) -> None:
+        self.pipeline.stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the pipeline did not stop"
+
+
+def _wait(condition: Any, what: str, running: _Running, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert running.thread.is_alive(), f"the pipeline ended while waiting for {what}: {running.error!r}"
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:.0f} s"
+        time.sleep(0.1)
+
+
+def _ids(topics: Path, table: str) -> set[int]:
+    if not (topics / f"dbserver1.public.{table}").is_dir():
+        return set()
+    return {r["key"]["payload"]["id"] for r in _read_topics(topics)[f"dbserver1.public.{table}"]
+            if r["value"] is not None}
+
+
+def _terminate_walsender(pg_db: Any, slot: str) -> None:
+    """The slot's walsender ends as a server shutdown or a network cut would end it."""
+    deadline = time.monotonic() + 30
+    while not pg_db.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                            "WHERE slot_name = %s AND active_pid IS NOT NULL", (slot,)):
+        assert time.monotonic() < deadline, f"slot {slot} has no walsender to terminate"
+        time.sleep(0.1)
+
+
+def _lost_pipeline(pg_db: Any, tmp_path: Path, slot: str, **extra: str) -> PipelineSpec:
+    pg_db.execute("CREATE TABLE lost (id int PRIMARY KEY, v text)")
+    pg_db.execute("INSERT INTO lost SELECT g, 'snapshot' FROM generate_series(1, 3) g")
+    props = base_properties(pg_db, tmp_path, slot, **{"slot.drop.on.stop": "false",
+                                                     "retriable.restart.connector.wait.ms": "200",
+                                                     "errors.retry.delay.initial.ms": "200", **extra})
+    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
+        props.pop(key)
+    return load_pipeline(_pipeline_file(tmp_path, props, trigger={"processingTime": "300 milliseconds"}))
+
+
+def test_a_lost_database_connection_restarts_the_query_and_loses_nothing(spark, pg_db, tmp_path, caplog):
+    """The walsender is terminated while the pipeline streams: the query fails with the lost
+    connection, `run()` restarts it from the checkpoint (errors.max.retries, -1 by default), and
+    every change — those before the loss and those made while it restarted — reaches the sink."""
+    caplog.set_level(logging.INFO, logger="headwater.spark.pipeline")
+    spec = _lost_pipeline(pg_db, tmp_path, "hwp_lost")
+    topics = tmp_path / "topics"
+    running = _Running(Pipeline(spec, spark=spark))
+    try:
+        _wait(lambda: _ids(topics, "lost") == {1, 2, 3}, "the snapshot", running)
+        pg_db.execute("INSERT INTO lost VALUES (4, 'before the loss')")
+        _wait(lambda: 4 in _ids(topics, "lost"), "streaming the first change", running)
+        _terminate_walsender(pg_db, "hwp_lost")
+        pg_db.execute("INSERT INTO lost VALUES (5, 'during the restart')")
+        _wait(lambda: "restarting it from the checkpoint" in caplog.text, "the restart", running)
+        pg_db.execute("INSERT INTO lost VALUES (6, 'after the restart')")
+        _wait(lambda: _ids(topics, "lost") == {1, 2, 3, 4, 5, 6}, "every change after the restart", running)
+    finally:
+        running.stop()
+    assert running.error is None, running.error
+    assert re.search(r"the streaming query failed: replication stream from slot 'hwp_lost' failed: terminating "
+                     r"connection due to administrator command; restarting it from the checkpoint in 0\.\d s "
+                     r"\(restart 1\)", caplog.text), caplog.text
+
+
+def test_with_no_retries_a_lost_connection_ends_the_pipeline_with_its_cause(spark, pg_db, tmp_path):
+    """errors.max.retries=0: the lost connection ends `run()` with the cause, in one line."""
+    spec = _lost_pipeline(pg_db, tmp_path, "hwp_lost0", **{"errors.max.retries": "0"})
+    running = _Running(Pipeline(spec, spark=spark))
+    try:
+        _wait(lambda: _ids(tmp_path / "topics", "lost") == {1, 2, 3}, "the snapshot", running)
+        _terminate_walsender(pg_db, "hwp_lost0")
+        running.thread.join(120)
+        assert not running.thread.is_alive(), "the pipeline went on after the lost connection"
+    finally:
+        running.stop()
+    assert isinstance(running.error, PipelineFailed), repr(running.error)
+    assert failure_reason(running.error) == (
+        "replication stream from slot 'hwp_lost0' failed: terminating connection due to administrator command "
+        "(gave up after 0 restarts: errors.max.retries=0)")

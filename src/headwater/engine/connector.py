@@ -27,6 +27,20 @@ def _rebuild_connector_error(cls: type[ConnectorError], message: str, retriable:
     return cls(message, retriable=retriable)
 
 
+class RetriableConnectorError(ConnectorError):
+    """A ConnectorError with a transient cause. A class of its own so that the cause stays known
+    where only an error's text travels: a Spark query that fails in its Python source reports
+    the traceback's text, and `headwater pipeline` restarts the query on this name."""
+
+    def __init__(self, message: str, *, retriable: bool = True) -> None:
+        super().__init__(message, retriable=retriable)
+
+
+def connector_error(message: str, *, retriable: bool) -> ConnectorError:
+    """A ConnectorError, of the retriable class when its cause is transient."""
+    return RetriableConnectorError(message) if retriable else ConnectorError(message)
+
+
 class SourceConnector(ABC):
     """A database connector: snapshot, then stream, handing records (and offset markers) to
     `emit` in order. The engine stores offsets only after the destination has durably written

@@ -46,6 +46,8 @@ from typing import Any
 import yaml
 
 from headwater.config import ConfigError
+from headwater.engine.coordinator import EngineSettings
+from headwater.spark.failures import failure_reason, retriable_cause
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +184,8 @@ class Pipeline:
         self.sinks = build_sinks(spec, self.spark)
         self.observers = list(observers or [])
         self.query: Any = None
+        self._stopping = threading.Event()
+        self._batches_written = 0  # by the query of this run (see run())
 
     def _write(self, batch: Any, batch_id: int) -> None:
         batch = batch.persist()
@@ -193,6 +197,7 @@ class Pipeline:
                 spent.append(f"{_sink_name(sink)} {time.monotonic() - started:.1f} s")
             for observe in self.observers:
                 observe(batch, batch_id)
+            self._batches_written += 1
         finally:
             batch.unpersist()
         log.info("batch %d written: %s", batch_id, ", ".join(spent) or "no sinks")
@@ -224,6 +229,7 @@ class Pipeline:
 
     def start(self) -> Pipeline:
         spec = self.spec
+        self._batches_written = 0
         _log_progress(self.spark)
         stream = self.spark.readStream.format("headwater").options(**self.source_options()).load()
         self.query = (stream.writeStream.foreachBatch(self._write)
@@ -238,9 +244,63 @@ class Pipeline:
             return True
         return bool(self.query.awaitTermination(timeout))
 
+    def run(self) -> None:
+        """Start the query and wait for its end: the trigger's (availableNow, once) or `stop()`.
+
+        A failure with a transient cause — the database connection lost, the Kafka broker
+        unreachable — restarts the query from its checkpoint, as the standalone runner restarts its
+        connector: `errors.max.retries` consecutive restarts at most (-1: no limit), after a delay
+        doubling from `errors.retry.delay.initial.ms` up to `errors.retry.delay.max.ms`, never
+        shorter than `retriable.restart.connector.wait.ms`. Spark replays the batch that was not
+        committed, so nothing is lost. Any other failure, and the last one, is raised."""
+        restarts = restart_settings(self.spec)
+        failures = 0
+        while not self._stopping.is_set():
+            self.start()
+            if self._stopping.is_set():  # stop() came while the query started
+                self.query.stop()
+            try:
+                self.query.awaitTermination()
+                return
+            except Exception as exc:
+                reason = retriable_cause(str(exc))
+                if reason is None or self._stopping.is_set():
+                    raise
+                if self._batches_written:
+                    failures = 0  # the last restart worked: only consecutive failures count
+                limit = restarts.errors_max_retries
+                if 0 <= limit <= failures:
+                    raise PipelineFailed(f"{reason} (gave up after {failures} "
+                                         f"{'restart' if failures == 1 else 'restarts'}: errors.max.retries={limit})"
+                                         ) from exc
+                failures += 1
+                delay = restarts.retry_delay_s(failures)
+                log.warning("the streaming query failed: %s; restarting it from the checkpoint in %.1f s "
+                            "(restart %d%s)", reason, delay, failures, "" if limit < 0 else f" of {limit}")
+                if self._stopping.wait(delay):
+                    return
+
     def stop(self) -> None:
+        """Stop the query after its current micro-batch (and end `run()`)."""
+        self._stopping.set()
         if self.query is not None and self.query.isActive:
             self.query.stop()
+
+
+class PipelineFailed(Exception):
+    """The query failed for a transient cause once more than `errors.max.retries` allow."""
+
+
+def restart_settings(spec: PipelineSpec) -> EngineSettings:
+    """The source's retry properties (the standalone runner's), for restarting the query."""
+    from headwater.config import from_properties
+    from headwater.spark.source import SourceSettings
+
+    c = from_properties(SourceSettings.from_options(spec.source).connector_properties).connector
+    return EngineSettings(errors_max_retries=c.get("errors.max.retries"),
+                          retry_delay_initial_ms=c.get("errors.retry.delay.initial.ms"),
+                          retry_delay_max_ms=c.get("errors.retry.delay.max.ms"),
+                          restart_wait_ms=c.get("retriable.restart.connector.wait.ms"))
 
 
 def _sink_name(sink: Any) -> str:
@@ -286,7 +346,7 @@ def _log_progress(spark: Any) -> None:
 def run_pipeline(path: str | Path) -> int:
     """Run until the trigger ends it (availableNow / once) or SIGTERM / Ctrl-C; 0 on success."""
     spec = load_pipeline(path)
-    pipeline = Pipeline(spec).start()
+    pipeline = Pipeline(spec)
     stopping = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -299,20 +359,11 @@ def run_pipeline(path: str | Path) -> int:
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
     try:
-        pipeline.await_termination()
-    except Exception as exc:  # the query failed: Spark's message names the cause
-        print(f"headwater pipeline: the streaming query failed: {_first_line(exc)}", file=sys.stderr)
+        pipeline.run()
+    except Exception as exc:  # the query failed: its cause, in one line
+        print(f"headwater pipeline: the streaming query failed: {failure_reason(exc)}", file=sys.stderr)
         return 1
     return 0
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc)
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith(("headwater.", "ConnectorError", "ConfigError")) or "Error:" in line:
-            return line
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def main(argv: list[str] | None = None) -> int:

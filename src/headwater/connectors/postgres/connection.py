@@ -20,7 +20,7 @@ import psycopg2.extras
 from headwater.config import Configuration
 from headwater.config.relational import split_statements
 from headwater.connectors.postgres.config import libpq_options
-from headwater.engine.connector import ConnectorError
+from headwater.engine.connector import ConnectorError, connector_error
 
 # Session settings that fix the text form of values, so that pgoutput (which formats values in
 # the walsender's session) and the snapshot's COPY produce the same text for the converters.
@@ -118,7 +118,7 @@ def first_line(exc: BaseException) -> str:
 
 def connection_error(what: str, exc: BaseException) -> ConnectorError:
     """A ConnectorError for a failed database operation, retriable when the connection was lost."""
-    return ConnectorError(f"{what}: {first_line(exc)}", retriable=is_connection_loss(exc))
+    return connector_error(f"{what}: {first_line(exc)}", retriable=is_connection_loss(exc))
 
 
 def connect(config: Configuration, *, replication: bool = False, application_name: str = "headwater") -> Any:

@@ -38,7 +38,7 @@ from headwater.connectors.postgres.source_info import CONNECTOR_NAME, PgOffset
 from headwater.connectors.postgres.spool import StreamSpools, directory_identity
 from headwater.connectors.postgres.streaming import StreamingReader
 from headwater.connectors.postgres.types import TypeSettings
-from headwater.engine.connector import ConnectorError, Emit, SourceConnector
+from headwater.engine.connector import ConnectorError, Emit, SourceConnector, connector_error
 from headwater.engine.dispatcher import EventDispatcher
 from headwater.relational.column_mappers import ColumnMappers
 from headwater.relational.filters import ColumnFilter, TableFilter
@@ -509,7 +509,7 @@ class PostgresConnector(SourceConnector):
         # retrying helps only where a restart takes a new snapshot; otherwise it would just fail again
         resnapshots = self.snapshot_mode in ("when_needed", "always") or (
             self.snapshot_mode == "configuration_based" and self._based("snapshot.on.data.error"))
-        return ConnectorError(
+        return connector_error(
             f"replication slot {self.slot_name!r} in database {self.dbname!r} was dropped while streaming "
             f"({exc}); the changes it still held are lost for this connector, and nothing past the last stored "
             "offset was acknowledged. "

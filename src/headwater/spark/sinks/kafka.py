@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from headwater.config import ConfigError
+from headwater.spark.failures import RetriableSinkError, SinkError, failure_reason, is_retriable_kafka, java_cause
 
 # ordering-relevant producer settings (the kafka-clients defaults since 3.0, stated so that they hold)
 DEFAULT_PRODUCER_OPTIONS: dict[str, str] = {
@@ -107,10 +108,25 @@ class KafkaSink:
             F.col("value").cast("binary").alias("value"),  # NULL stays NULL: a tombstone
             "headers",
         )
-        records.write.format("kafka").options(**self.options).save()
+        try:
+            records.write.format("kafka").options(**self.options).save()
+        except Exception as exc:  # Py4JJavaError: the producer's own exception is its innermost cause
+            raise delivery_error(self.bootstrap_servers, batch_id, exc) from exc
 
     def __repr__(self) -> str:
         return f"KafkaSink({self.bootstrap_servers!r})"
+
+
+def delivery_error(bootstrap_servers: str, batch_id: int, exc: BaseException) -> SinkError:
+    """What failed a batch's write, in one line: the producer's exception. A retriable Kafka
+    exception (the broker unreachable or hung: the producer's `delivery.timeout.ms` passed) gives a
+    RetriableSinkError, which restarts the pipeline's query; the batch is written again then."""
+    cause = java_cause(str(exc))
+    if cause is None:
+        return SinkError(f"kafka sink ({bootstrap_servers}): batch {batch_id} was not written: {failure_reason(exc)}")
+    cls, message = cause
+    what = f"kafka sink ({bootstrap_servers}): batch {batch_id} was not delivered: {cls.rsplit('.', 1)[-1]}: {message}"
+    return RetriableSinkError(what) if is_retriable_kafka(cls) else SinkError(what)
 
 
 __all__ = ["DEFAULT_PRODUCER_OPTIONS", "PARTITIONS_OPTION", "KafkaSink", "producer_options"]
