@@ -19,6 +19,10 @@ SparkSession for the whole run:
    directory copies, made before the clock starts). Verified: input rows = changed rows, and the
    Delta table's row count and ``sum(amount)`` equal PostgreSQL's.
 
+Each ceiling is measured before the first Spark run of its phase and again after every one (the
+COPY twice each time), and its median is the reference: the machine's speed drifts too much within
+minutes for a ceiling measured once, before, to stand for the spell the Spark run had.
+
 Targets (2-core machine): snapshot >= 25 % of the COPY ceiling, streaming >= 30 % of the receive
 ceiling. Run ``.venv/bin/python bench/spark_pipeline.py --help``; see bench/README.md.
 """
@@ -143,7 +147,7 @@ class SparkBench(Bench):
         log(f"SparkSession ({spark.sparkContext.master}) + warm-up: {elapsed:.1f} s")
         return elapsed
 
-    def warm_up(self, rows: int) -> float:
+    def warm_up(self, rows: int, rounds: int = 1) -> float:
         """The whole pipeline once, on a table of its own (``w``, publication ``w_pub``): a snapshot,
         a batch that rewrites the table and one that merges into it. The JVM compiles the code of
         these paths on first use (the first 1M-row snapshot of a session took 23 s, the third
@@ -154,22 +158,25 @@ class SparkBench(Bench):
         self.sql("INSERT INTO w SELECT g, 'name-' || g, g / 100.0, now(), g %% 2 = 0, jsonb_build_object('id', g) "
                  "FROM generate_series(1, %s) g", (rows,))
         self.sql("CREATE PUBLICATION w_pub FOR TABLE public.w")
-        checkpoint, delta = self.work / "warm-ckpt", self.work / "warm-delta"
-        props = {**self.source_props("hw_warm"), "publication.name": "w_pub", "table.include.list": "public.w"}
         try:
-            for statement in (None, "UPDATE w SET amount = amount + 1",
-                              "UPDATE w SET amount = amount + 1 WHERE id <= 10"):
-                if statement:
-                    self.sql(statement)
-                run = self.spark_run("warm-up", 0, "hw_warm", checkpoint, delta, props=props, verify=False)
-                if run.error:
-                    raise RuntimeError(f"warm-up pipeline failed: {run.error}")
+            for n in range(rounds):
+                checkpoint, delta = self.work / f"warm-ckpt-{n}", self.work / f"warm-delta-{n}"
+                props = {**self.source_props("hw_warm"), "publication.name": "w_pub", "table.include.list": "public.w"}
+                try:
+                    for statement in (None, "UPDATE w SET amount = amount + 1",
+                                      "UPDATE w SET amount = amount + 1 WHERE id <= 10"):
+                        if statement:
+                            self.sql(statement)
+                        run = self.spark_run("warm-up", 0, "hw_warm", checkpoint, delta, props=props, verify=False)
+                        if run.error:
+                            raise RuntimeError(f"warm-up pipeline failed: {run.error}")
+                finally:
+                    self._drop(("hw_warm", checkpoint, delta))
         finally:
-            self._drop(("hw_warm", checkpoint, delta))
             self.sql("DROP PUBLICATION w_pub")
             self.sql("DROP TABLE w")
         elapsed = time.monotonic() - t
-        log(f"warm-up pipeline ({rows:,} rows: snapshot, rewrite, merge): {elapsed:.1f} s")
+        log(f"warm-up pipeline ({rows:,} rows: snapshot, rewrite, merge; {rounds} round(s)): {elapsed:.1f} s")
         return elapsed
 
     def source_props(self, slot: str) -> dict[str, str]:
@@ -249,9 +256,9 @@ class SparkBench(Bench):
             run.error = "; ".join(problems)
 
     # -- snapshot -----------------------------------------------------------------------------
-    def copy_ceiling(self) -> list[float]:
+    def copy_ceiling(self, runs: int, first: int = 0) -> list[float]:
         times = []
-        for i in range(max(self.args.repeat, 3)):
+        for i in range(first, first + runs):
             conn = self.pg.connect("bench")
             try:
                 sink = NullWriter()
@@ -266,7 +273,9 @@ class SparkBench(Bench):
         return times
 
     def snapshot(self) -> Result:
-        ceiling = self.copy_ceiling()
+        # the ceiling is measured around every Spark run (two COPYs before the first run and after
+        # each), so that both see the same spell of the machine: its speed drifts by half within an hour
+        ceiling = self.copy_ceiling(2)
         runs: list[SparkRun] = []
         for i in range(self.args.repeat):
             self.runs += 1
@@ -279,20 +288,24 @@ class SparkBench(Bench):
             if self.base is not None:
                 self._drop_base()
             self.base = (slot, checkpoint, delta)
+            ceiling += self.copy_ceiling(2, first=len(ceiling))
         return Result("snapshot", self.args.rows, ceiling, runs, TARGET_SNAPSHOT)
 
     # -- streaming ----------------------------------------------------------------------------
     def stream(self, seg: Segment) -> Result:
         ceiling: list[float] = []
         errors: list[str] = []
-        for i in range(self.args.repeat):
+
+        def measure_ceiling() -> None:  # before the first Spark run and after each (see snapshot())
             r = self.ceiling(seg)
-            log(f"{seg.name} #{i + 1} receive ceiling: {r.elapsed_s:6.2f} s  {r.rate:>9,.0f} rows/s"
-                + (f"  ERROR {r.error}" if r.error else ""))
+            log(f"{seg.name} #{len(ceiling) + len(errors) + 1} receive ceiling: {r.elapsed_s:6.2f} s  "
+                f"{r.rate:>9,.0f} rows/s" + (f"  ERROR {r.error}" if r.error else ""))
             if r.error:
                 errors.append(r.error)
             else:
                 ceiling.append(r.elapsed_s)
+
+        measure_ceiling()
         assert self.base is not None
         base_slot, base_ckpt, base_delta = self.base
         runs: list[SparkRun] = []
@@ -310,6 +323,7 @@ class SparkBench(Bench):
             if last is not None:
                 self._drop(last)
             last = (slot, checkpoint, delta)
+            measure_ceiling()
         # the next workload continues from this one's end state
         self._drop_base()
         self.base = last
@@ -376,7 +390,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--phases", default="snapshot,big,small", help="comma list of snapshot, big, small "
                    "(big and small start from the snapshot's table, so snapshot always runs)")
     p.add_argument("--repeat", type=int, default=1, help="runs per consumer and phase; medians are reported "
-                       "(the COPY ceiling runs at least 3 times)")
+                       "(each ceiling is measured before the first run and after each run: the COPY twice "
+                       "each time, the receive once)")
     p.add_argument("--small", action="store_true", help="smoke run: 50,000 rows, 5,000 small transactions")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--driver-memory", default="4g", help="spark.driver.memory (default 4g)")
@@ -389,6 +404,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="source option snapshotDelivery (default: the pipeline's choice, rows for Delta sinks)")
     p.add_argument("--changelog", action="store_true", help="also write the Delta change-log tables "
                    "(default: current-state tables only)")
+    p.add_argument("--warmup-rounds", type=int, default=3, help="times the warm-up pipeline runs (default 3)")
     p.add_argument("--warmup-rows", type=int, default=20_000, help="rows of the warm-up pipeline run before "
                    "anything is measured (default 20,000; 0: none, the first snapshot then runs cold)")
     p.add_argument("--json", metavar="OUT", help="results JSON (default bench/results/spark_pipeline-<time>.json)")
@@ -420,7 +436,7 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
     try:
         bench.start()
         startup = bench.start_spark(spark)
-        warmup = bench.warm_up(args.warmup_rows) if args.warmup_rows > 0 else None
+        warmup = bench.warm_up(args.warmup_rows, args.warmup_rounds) if args.warmup_rows > 0 else None
         bench.load(args.rows)
         results.append(bench.snapshot())
         for phase in args.phase_list:
