@@ -78,18 +78,7 @@ def build_offset_store(config: HeadwaterConfig) -> OffsetStore:
 
 
 def engine_settings(config: HeadwaterConfig) -> EngineSettings:
-    c = config.connector
-    return EngineSettings(
-        max_queue_size=c.get("max.queue.size"),
-        max_queue_size_in_bytes=c.get("max.queue.size.in.bytes"),
-        max_batch_size=c.get("max.batch.size"),
-        poll_interval_ms=c.get("poll.interval.ms"),
-        offset_flush_interval_ms=c.get("offset.flush.interval.ms"),
-        errors_max_retries=c.get("errors.max.retries"),
-        retry_delay_initial_ms=c.get("errors.retry.delay.initial.ms"),
-        retry_delay_max_ms=c.get("errors.retry.delay.max.ms"),
-        restart_wait_ms=c.get("retriable.restart.connector.wait.ms"),
-    )
+    return EngineSettings.from_connector(config.connector)
 
 
 def build_engine(config: HeadwaterConfig, *, sink: Sink | None = None, **kwargs: Any) -> Engine:

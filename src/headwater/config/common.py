@@ -445,7 +445,8 @@ COMMON_FIELDS = FieldSet(
         doc="Retries after a lost connection (a server restart, a terminated backend) once the connector "
         "has started: -1 without limit, 0 none (stop with the error), N at most N consecutive failed "
         "attempts. Each retry resumes from the stored offset, so nothing is lost. A failure to connect at "
-        "start-up is not retried.",
+        "start-up is not retried. `headwater pipeline` (Spark) restarts its query from the checkpoint by "
+        "the same rule, also after a Kafka sink's broker did not answer.",
     ),
     Field(
         "errors.retry.delay.initial.ms",

@@ -48,6 +48,21 @@ class EngineSettings:
     retry_delay_max_ms: int = 10_000
     restart_wait_ms: int = 10_000
 
+    @classmethod
+    def from_connector(cls, c: Any) -> EngineSettings:
+        """The settings a connector's configuration (`HeadwaterConfig.connector`) states."""
+        return cls(
+            max_queue_size=c.get("max.queue.size"),
+            max_queue_size_in_bytes=c.get("max.queue.size.in.bytes"),
+            max_batch_size=c.get("max.batch.size"),
+            poll_interval_ms=c.get("poll.interval.ms"),
+            offset_flush_interval_ms=c.get("offset.flush.interval.ms"),
+            errors_max_retries=c.get("errors.max.retries"),
+            retry_delay_initial_ms=c.get("errors.retry.delay.initial.ms"),
+            retry_delay_max_ms=c.get("errors.retry.delay.max.ms"),
+            restart_wait_ms=c.get("retriable.restart.connector.wait.ms"),
+        )
+
     def retry_delay_s(self, attempt: int) -> float:
         """Seconds to wait before retry number `attempt` (1, 2, ...)."""
         backoff = min(self.retry_delay_initial_ms * 2 ** min(attempt - 1, 30), self.retry_delay_max_ms)

@@ -296,11 +296,8 @@ def restart_settings(spec: PipelineSpec) -> EngineSettings:
     from headwater.config import from_properties
     from headwater.spark.source import SourceSettings
 
-    c = from_properties(SourceSettings.from_options(spec.source).connector_properties).connector
-    return EngineSettings(errors_max_retries=c.get("errors.max.retries"),
-                          retry_delay_initial_ms=c.get("errors.retry.delay.initial.ms"),
-                          retry_delay_max_ms=c.get("errors.retry.delay.max.ms"),
-                          restart_wait_ms=c.get("retriable.restart.connector.wait.ms"))
+    return EngineSettings.from_connector(
+        from_properties(SourceSettings.from_options(spec.source).connector_properties).connector)
 
 
 def _sink_name(sink: Any) -> str:
