@@ -389,9 +389,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="small: pgbench transactions of 10 rows (default 100,000; --small 5,000; even)")
     p.add_argument("--phases", default="snapshot,big,small", help="comma list of snapshot, big, small "
                    "(big and small start from the snapshot's table, so snapshot always runs)")
-    p.add_argument("--repeat", type=int, default=1, help="runs per consumer and phase; medians are reported "
-                       "(each ceiling is measured before the first run and after each run: the COPY twice "
-                       "each time, the receive once)")
+    p.add_argument("--repeat", type=int, default=3, help="runs per consumer and phase (default 3); medians are "
+                   "reported (each ceiling is measured before the first run and after each run: the COPY twice "
+                   "each time, the receive once)")
     p.add_argument("--small", action="store_true", help="smoke run: 50,000 rows, 5,000 small transactions")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--driver-memory", default="4g", help="spark.driver.memory (default 4g)")
