@@ -89,3 +89,24 @@ class SparkCapture:
     def stop(self) -> None:
         if self.query is not None:
             self.query.stop()
+
+
+class RunningPipeline:
+    """`Pipeline.run()` on a thread, as `headwater pipeline` runs it, keeping what it raised."""
+
+    def __init__(self, pipeline: Any) -> None:
+        self.pipeline = pipeline
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="pipeline-run", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.pipeline.run()
+        except BaseException as exc:  # handed to the test
+            self.error = exc
+
+    def stop(self, timeout: float = 120) -> None:
+        self.pipeline.stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the pipeline did not stop"

@@ -31,7 +31,7 @@ from headwater.spark.sinks.kafka import KafkaSink, producer_options
 from headwater.spark.source import SCHEMA
 from helpers.capture import base_properties
 from helpers.conformance import describe_diff, normalize, read_props
-from helpers.spark_capture import wait_first_batch
+from helpers.spark_capture import RunningPipeline, wait_first_batch
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
 SCENARIOS = CONFORMANCE / "scenarios"
@@ -426,25 +426,15 @@ def test_a_hung_broker_fails_the_batch_and_the_restarted_query_delivers_it(spark
     spec = PipelineSpec(source=props, sinks=[sink], checkpoint=tmp_path / "checkpoint",
                         trigger={"availableNow": True})
     caplog.set_level(logging.INFO, logger="headwater.spark.pipeline")
-    pipeline = Pipeline(spec, spark=spark)
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            pipeline.run()
-        except BaseException as exc:  # handed to the test
-            errors.append(exc)
-
-    thread = threading.Thread(target=run, name="pipeline-run", daemon=True)
     with kafka.hung():
-        thread.start()
+        running = RunningPipeline(Pipeline(spec, spark=spark))
         deadline = time.monotonic() + 180
         while caplog.text.count("restarting it from the checkpoint") < 2:  # failed, restarted, failed again
-            assert thread.is_alive(), f"the pipeline ended while the broker hung: {errors!r}"
+            assert running.thread.is_alive(), f"the pipeline ended while the broker hung: {running.error!r}"
             assert time.monotonic() < deadline, f"no two restarts within 180 s:\n{caplog.text}"
             time.sleep(0.1)
-    thread.join(180)
-    assert not thread.is_alive() and not errors, errors
+    running.thread.join(180)  # availableNow: the query ends once the batch is delivered
+    assert not running.thread.is_alive() and running.error is None, running.error
     assert re.search(r"the streaming query failed: kafka sink \(127\.0\.0\.1:\d+\): batch 0 was not delivered: "
                      r"TimeoutException: [^\n]+; restarting it from the checkpoint in 0\.\d s \(restart 1\)",
                      caplog.text), caplog.text

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from headwater.spark.failures import failure_reason
 from headwater.spark.pipeline import Pipeline, PipelineFailed, PipelineSpec, load_pipeline, parse_pipeline
 from helpers.capture import base_properties, drop_sentinels
 from helpers.conformance import describe_diff, normalize
+from helpers.spark_capture import RunningPipeline
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
 
@@ -177,28 +177,7 @@ def test_a_slot_dropped_while_the_pipeline_was_stopped_is_resnapshotted_with_whe
 # -- restarts after a transient failure ------------------------------------------------------------
 
 
-class _Running:
-    """`Pipeline.run()` on a thread (as `headwater pipeline` runs it), with what it raised."""
-
-    def __init__(self, pipeline: Pipeline) -> None:
-        self.pipeline = pipeline
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="pipeline-run", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            self.pipeline.run()
-        except BaseException as exc:  # handed to the test
-            self.error = exc
-
-    def stop(self, timeout: float = 120) -> None:
-        self.pipeline.stop()
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "the pipeline did not stop"
-
-
-def _wait(condition: Any, what: str, running: _Running, timeout: float = 180) -> None:
+def _wait(condition: Any, what: str, running: RunningPipeline, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert running.thread.is_alive(), f"the pipeline ended while waiting for {what}: {running.error!r}"
@@ -240,7 +219,7 @@ def test_a_lost_database_connection_restarts_the_query_and_loses_nothing(spark, 
     caplog.set_level(logging.INFO, logger="headwater.spark.pipeline")
     spec = _lost_pipeline(pg_db, tmp_path, "hwp_lost")
     topics = tmp_path / "topics"
-    running = _Running(Pipeline(spec, spark=spark))
+    running = RunningPipeline(Pipeline(spec, spark=spark))
     try:
         _wait(lambda: _ids(topics, "lost") == {1, 2, 3}, "the snapshot", running)
         pg_db.execute("INSERT INTO lost VALUES (4, 'before the loss')")
@@ -261,7 +240,7 @@ def test_a_lost_database_connection_restarts_the_query_and_loses_nothing(spark, 
 def test_with_no_retries_a_lost_connection_ends_the_pipeline_with_its_cause(spark, pg_db, tmp_path):
     """errors.max.retries=0: the lost connection ends `run()` with the cause, in one line."""
     spec = _lost_pipeline(pg_db, tmp_path, "hwp_lost0", **{"errors.max.retries": "0"})
-    running = _Running(Pipeline(spec, spark=spark))
+    running = RunningPipeline(Pipeline(spec, spark=spark))
     try:
         _wait(lambda: _ids(tmp_path / "topics", "lost") == {1, 2, 3}, "the snapshot", running)
         _terminate_walsender(pg_db, "hwp_lost0")

@@ -26,7 +26,8 @@ KAFKA_RETRIABLE = frozenset({
 })
 
 _RETRIABLE_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(RetriableConnectorError|RetriableSinkError): (.*)$")
-_HEADWATER_ERROR = re.compile(r"^\s*(?:headwater\.[\w.]+\.)?(\w*(?:Error|Exception)): (.*)$")
+# the last line of a Headwater error's traceback: "headwater.<module>.<Class>: message"
+_HEADWATER_ERROR = re.compile(r"^\s*(?:headwater\.[\w.]+\.\w*(?:Error|Exception)|ConnectorError|ConfigError): (.*)$")
 _CAUSED_BY = re.compile(r"^\s*Caused by: ([\w.$]+)(?:: (.*))?$")
 
 
@@ -67,10 +68,9 @@ def failure_reason(exc: BaseException) -> str:
     """One line that says why a query failed: a Headwater error's message (the last one in the
     text, which is where the traceback ends), else the innermost Java cause, else the first line."""
     text = str(exc)
-    headwater = [m for m in map(_HEADWATER_ERROR.match, text.splitlines())
-                 if m and m.string.lstrip().startswith(("headwater.", "ConnectorError", "ConfigError"))]
+    headwater = [m for m in map(_HEADWATER_ERROR.match, text.splitlines()) if m]
     if headwater:
-        return headwater[-1].group(2).strip()
+        return headwater[-1].group(1).strip()
     cause = java_cause(text)
     if cause is not None:
         cls, message = cause
