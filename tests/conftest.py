@@ -35,7 +35,8 @@ def pytest_configure(config: pytest.Config) -> None:
             signal.signal(signal.SIGTERM, _interrupt)
 
 
-# The test files that take longest (seconds of one run on two xdist workers, 2026-11-25). They run
+# The test files that take longest (seconds of one run on two xdist workers, 2026-11-25; the two
+# conformance files 2026-11-27, when every scenario ran through `headwater run` and Spark). They run
 # first: `scripts/test.sh` hands whole files to the workers in collection order
 # (--dist loadfile --no-loadscope-reorder), so a long file started last would leave one worker
 # running it alone at the end. Every other file keeps its place after these.
@@ -46,12 +47,12 @@ SLOW_FILES: dict[str, float] = {
     "spark/test_typed_snapshot.py": 230,
     "spark/test_typed_changes.py": 200,
     "spark/test_kafka.py": 170,
-    "conformance/test_extra_scenarios.py": 135,
+    "spark/test_source_conformance.py": 300,
+    "conformance/test_extra_scenarios.py": 250,
     "spark/test_pipeline_demo.py": 125,
     "integration/test_streaming_v2.py": 105,
     "integration/test_crash_restart.py": 75,
     "integration/test_retries.py": 70,
-    "spark/test_source_conformance.py": 55,
     "conformance/test_conformance.py": 50,
 }
 

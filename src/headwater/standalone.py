@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater.config import ConfigError, HeadwaterConfig
+from headwater.config.common import MEMORY_OFFSET_STORE
 from headwater.engine.connector import SourceConnector
 from headwater.engine.coordinator import Engine, EngineSettings, Sink
 from headwater.engine.offsets import FileOffsetStore, MemoryOffsetStore, OffsetStore
@@ -64,13 +65,13 @@ def build_sink(config: HeadwaterConfig, serializer: RecordSerializer) -> Sink:
     if kind == "files":
         return FilesSink(sink.get("directory"), serializer, fsync=sink.get("fsync"))
     if kind == "stdout":
-        return StdoutSink(serializer)
+        return StdoutSink(serializer, pretty=sink.get("pretty"))
     raise ConfigError([f"unknown sink type {kind!r}: expected jsonl, files or stdout"])
 
 
 def build_offset_store(config: HeadwaterConfig) -> OffsetStore:
     path = config.connector.get("offset.storage.file.filename")
-    if path == ":memory:":
+    if path == ":memory:" or config.connector.get("offset.storage") == MEMORY_OFFSET_STORE:
         return MemoryOffsetStore()
     if not path:
         path = str(Path(".headwater") / f"{config.connector.get('topic.prefix')}.offsets.json")

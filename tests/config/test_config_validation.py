@@ -16,6 +16,7 @@ from headwater.connectors.postgres.config import (
     lsn_flush_mode,
     parse_stream_params,
 )
+from headwater.connectors.postgres.replica_identity import parse_autoset
 
 PG_FIELDS = connector_fields("postgresql")
 
@@ -294,18 +295,19 @@ def test_positive_values(pg_props: dict[str, str]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode_prop", "name_prop"),
+    ("mode_prop", "name_prop", "name"),
     [
-        ("snapshot.mode", "snapshot.mode.custom.name"),
-        ("snapshot.locking.mode", "snapshot.locking.mode.custom.name"),
-        ("snapshot.query.mode", "snapshot.query.mode.custom.name"),
+        ("snapshot.mode", "snapshot.mode.custom.name", "mine"),
+        ("snapshot.locking.mode", "snapshot.locking.mode.custom.name", "mine"),
+        # a Python class (headwater.relational.snapshot_query); a Java name is refused
+        ("snapshot.query.mode", "snapshot.query.mode.custom.name", "helpers.custom_plugins:EvenRowsOnly"),
     ],
 )
-def test_custom_modes_need_a_name(pg_props: dict[str, str], mode_prop: str, name_prop: str) -> None:
+def test_custom_modes_need_a_name(pg_props: dict[str, str], mode_prop: str, name_prop: str, name: str) -> None:
     assert problems(pg_props, **{mode_prop: "custom"}) == [
         f"missing required property '{name_prop}': required when {mode_prop}=custom"
     ]
-    assert build(pg_props, **{mode_prop: "custom", name_prop: "mine"}).get(name_prop) == "mine"
+    assert build(pg_props, **{mode_prop: "custom", name_prop: name}).get(name_prop) == name
 
 
 def test_notifications_are_accepted_and_ignored(pg_props: dict[str, str]) -> None:
@@ -353,9 +355,10 @@ def test_converter_must_be_json(pg_props: dict[str, str]) -> None:
 
 
 def test_custom_converters_open_their_prefix(pg_props: dict[str, str]) -> None:
-    cfg = build(pg_props, converters="isbn", **{"isbn.type": "my.IsbnConverter", "isbn.schema.name": "x.Isbn"})
-    assert cfg.get("isbn.type") == "my.IsbnConverter"
-    assert cfg.with_prefix("isbn.") == {"type": "my.IsbnConverter", "schema.name": "x.Isbn"}
+    spec = "helpers.custom_plugins:IsbnConverter"  # a Python class (headwater.relational.converters)
+    cfg = build(pg_props, converters="isbn", **{"isbn.type": spec, "isbn.schema.name": "x.Isbn"})
+    assert cfg.get("isbn.type") == spec
+    assert cfg.with_prefix("isbn.") == {"type": spec, "schema.name": "x.Isbn"}
     (p,) = problems(pg_props, converters="isbn")
     assert p.startswith("missing required property 'isbn.type'")
     (p,) = problems(pg_props, **{"isbn.type": "x"})
@@ -374,10 +377,34 @@ def test_message_key_columns(pg_props: dict[str, str]) -> None:
 
 
 def test_replica_identity_autoset(pg_props: dict[str, str]) -> None:
-    ok = "schema1.*:FULL,schema2.table2:NOTHING,schema2.table3:INDEX idx_name,s.t:default"
+    ok = " schema1.*:FULL,schema2.table2:NOTHING ,schema2.table3:INDEX Idx_Name,s.t:DEFAULT,"  # trailing ',' as Java
     assert build(pg_props, **{"replica.identity.autoset.values": ok}).is_set("replica.identity.autoset.values")
-    (p,) = problems(pg_props, **{"replica.identity.autoset.values": "schema1.*:EVERYTHING"})
-    assert "entry 'schema1.*:EVERYTHING'" in p
+    rules = parse_autoset(ok)
+    assert [(r.pattern.pattern, r.describe()) for r in rules] == [
+        ("schema1.*", "FULL"), ("schema2.table2", "NOTHING"), ("schema2.table3", "USING INDEX idx_name"),
+        ("s.t", "DEFAULT")]
+    assert rules[0].pattern.fullmatch("SCHEMA1.Orders") and not rules[1].pattern.fullmatch("schema2.table22")
+
+    def problem(value: str) -> str:
+        (p,) = problems(pg_props, **{"replica.identity.autoset.values": value})
+        return p
+
+    fmt = "is not <schema>.<table regex>:<DEFAULT|FULL|NOTHING|INDEX index_name>"
+    assert f"entry 'schema1.*:EVERYTHING' {fmt}" in problem("schema1.*:EVERYTHING")
+    assert f"entry 'a.b:INDEX x y' {fmt}" in problem("a.b:FULL,a.b:INDEX x y")
+    assert f"entry 'a.b:INDEX' {fmt}" in problem("a.b:INDEX")
+    assert parse_autoset("a.b:INDEX  two_spaces")[0].index == "two_spaces"  # as Debezium's SQL reads it
+    assert f"entry 'a.b:INDEX my-idx' {fmt}" in problem("a.b:INDEX my-idx")  # Debezium's name: .\w*
+    assert f"entry '' {fmt}" in problem("a.b:FULL,,c.d:FULL")
+    assert f"entry 'a b:FULL' {fmt}" in problem("a b:FULL")
+    assert f"entry 'a.b' {fmt}" in problem("a.b")
+    # Debezium accepts lower case, then applies none of the entries (recorded): refused here
+    assert problem("a.b:FULL,c.d:full") == (
+        "invalid value 'a.b:FULL,c.d:full' for property 'replica.identity.autoset.values': entry 'c.d:full': "
+        "write the identity in upper case (FULL); Debezium 3.6.3 accepts lower case but then applies none of "
+        "the entries")
+    assert "write the identity in upper case (INDEX)" in problem("a.b:index idx")
+    assert "entry 'a.(b:FULL': the table regex is invalid" in problem("a.(b:FULL")
 
 
 def test_slot_stream_params(pg_props: dict[str, str]) -> None:

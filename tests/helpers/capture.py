@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from headwater import config as cfg
 from headwater.standalone import build_engine
@@ -35,6 +39,23 @@ def base_properties(db: Any, workdir: Path, slot: str, **extra: str) -> dict[str
     return props
 
 
+class Capture(Protocol):
+    """Headwater writing the jsonl sink `out`, in this process or as `headwater run`."""
+
+    out: Path
+    offsets_file: Path | None
+
+    def alive(self) -> bool: ...
+    def stop(self, timeout: float = 60) -> None: ...
+    def records(self) -> list[dict[str, Any]]: ...
+
+
+def read_records(out: Path) -> list[dict[str, Any]]:
+    if not out.exists():
+        return []
+    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 class RunningCapture:
     """An engine running on a thread, writing the jsonl sink."""
 
@@ -58,6 +79,9 @@ class RunningCapture:
         self.thread.start()
         return self
 
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
     def stop(self, timeout: float = 60) -> None:
         self.stop_event.set()
         self.thread.join(timeout)
@@ -66,15 +90,67 @@ class RunningCapture:
             raise self.error
 
     def records(self) -> list[dict[str, Any]]:
-        if not self.out.exists():
-            return []
-        return [json.loads(line) for line in self.out.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return read_records(self.out)
 
 
-def wait_slot_active(db: Any, slot: str, capture: RunningCapture | None = None, timeout: float = 60) -> None:
+class HeadwaterRun:
+    """`headwater run` as a subprocess, on a Debezium Server `application.properties` written from
+    connector properties: the way a user runs it. Converter properties (`key.converter.X`) are
+    written as Debezium Server's `debezium.format.key.X`."""
+
+    def __init__(self, props: Mapping[str, str], out: Path) -> None:
+        self.out = out
+        self.offsets_file = Path(props["offset.storage.file.filename"]) if "offset.storage.file.filename" in props \
+            else None
+        self.workdir = out.parent
+        self.log = self.workdir / "headwater.log"
+        lines = []
+        for key, value in props.items():
+            part, _, rest = key.partition(".converter.")
+            if rest and part in ("key", "value", "header"):
+                lines.append(f"debezium.format.{part}.{rest}={value}")
+            else:
+                lines.append(f"debezium.source.{key}={value}")
+        lines += ["debezium.sink.type=jsonl", f"debezium.sink.jsonl.path={out}"]
+        self.properties = self.workdir / "application.properties"
+        self.properties.write_text("\n".join(lines) + "\n")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> HeadwaterRun:
+        headwater = Path(sys.executable).parent / "headwater"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen([str(headwater), "run", str(self.properties)], stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 60) -> None:
+        """SIGTERM, as a user stops it; it must end cleanly (exit 0)."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+                raise AssertionError(f"headwater run did not stop on SIGTERM: {self.log_tail()}") from None
+        if self.proc.returncode != 0:
+            raise AssertionError(f"headwater run exited with {self.proc.returncode}: {self.log_tail()}")
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else "(no log)"
+
+    def records(self) -> list[dict[str, Any]]:
+        return read_records(self.out)
+
+
+def wait_slot_active(db: Any, slot: str, capture: Capture | None = None, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if capture is not None and not capture.thread.is_alive():
+        if capture is not None and not capture.alive():
             capture.stop()
             raise AssertionError("engine exited before streaming")
         rows = db.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
@@ -84,7 +160,7 @@ def wait_slot_active(db: Any, slot: str, capture: RunningCapture | None = None, 
     raise AssertionError(f"slot {slot} not active after {timeout}s")
 
 
-def wait_snapshot_done(db: Any, capture: RunningCapture, timeout: float = 5) -> None:
+def wait_snapshot_done(db: Any, capture: Capture, timeout: float = 5) -> None:
     """Until the engine's initial snapshot has read its tables. The slot is active from its
     creation, before the snapshot has read anything, and TRUNCATE is not MVCC-safe: a workload
     that truncates a table before the snapshot reads it makes the table look empty to the
@@ -95,7 +171,7 @@ def wait_snapshot_done(db: Any, capture: RunningCapture, timeout: float = 5) -> 
     deadline = time.monotonic() + timeout
     seen_reading = False
     while time.monotonic() < deadline:
-        if not capture.thread.is_alive():
+        if not capture.alive():
             return  # the caller's next step reports the engine's error
         if capture.out.exists() and b'"snapshot":"last"' in capture.out.read_bytes():
             return
@@ -107,15 +183,16 @@ def wait_snapshot_done(db: Any, capture: RunningCapture, timeout: float = 5) -> 
         time.sleep(0.05)
 
 
-def emit_sentinel_and_wait(db: Any, capture: RunningCapture, timeout: float = 60, quiet: float = 1.0) -> str:
+def emit_sentinel_and_wait(db: Any, capture: Capture, timeout: float = 60, quiet: float = 1.0) -> str:
     prefix = f"__hw_sentinel_{uuid.uuid4().hex}"
     db.execute("SELECT pg_logical_emit_message(false, %s, 'end')", (prefix,))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if capture.out.exists() and prefix.encode() in capture.out.read_bytes():
             break
-        if not capture.thread.is_alive():
+        if not capture.alive():
             capture.stop()
+            raise AssertionError("the capture ended before the sentinel arrived")
         time.sleep(0.1)
     else:
         raise AssertionError("sentinel never arrived")

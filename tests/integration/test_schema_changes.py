@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers.capture import RunningCapture, base_properties, drop_sentinels, emit_sentinel_and_wait, wait_slot_active
-from helpers.conformance import describe_diff, normalize, read_props, run_scenario
+from helpers.conformance import assert_events_equal, normalize, read_props, run_scenario
 
 EXTRA = Path(__file__).resolve().parents[1] / "conformance" / "extra"
 STOPPED = EXTRA / "restart" / "schema_while_stopped"
@@ -41,12 +41,12 @@ def test_changes_made_while_stopped_are_picked_up_on_restart(pg_db, tmp_path):
     props = base_properties(pg_db, tmp_path, "hw_while_stopped", **read_props(STOPPED / "props.txt"))
     first = _run({**props, "slot.drop.on.stop": "false"}, tmp_path / "run1.jsonl", pg_db, STOPPED / "workload1.sql")
     want1 = normalize.load(str(STOPPED / "run1.jsonl"))
-    assert first == want1, describe_diff(first, want1)
+    assert_events_equal(first, want1)
 
     pg_db.psql(STOPPED / "stopped.sql")
     second = _run(props, tmp_path / "run2.jsonl", pg_db, STOPPED / "workload2.sql")
     want2 = normalize.load(str(STOPPED / "run2.jsonl"))
-    assert second == want2, describe_diff(second, want2)
+    assert_events_equal(second, want2)
 
 
 @pytest.mark.parametrize("name", ["schema_add_drop_column", "schema_in_transaction", "schema_drop_table",
@@ -56,7 +56,7 @@ def test_worker_processes_follow_schema_changes(name, pg_db, tmp_path, caplog):
         got, want = run_scenario(EXTRA / "scenarios" / name, EXTRA / "golden", pg_db, tmp_path,
                                  extra={"encoding.workers": "2"})
     assert any("worker processes" in r.getMessage() for r in caplog.records), "the run did not use workers"
-    assert got == want, describe_diff(got, want)
+    assert_events_equal(got, want)
 
 
 def test_column_of_a_type_dropped_since_is_left_out(pg_db, tmp_path, caplog):

@@ -188,7 +188,7 @@ def test_mappers_survive_pickling_into_builder_settings():
     mappers = ColumnMappers.from_properties({f"column.mask.hash.v2.SHA-256.with.salt.{SALT}": "public.people.email",
                                             "column.truncate.to.2.chars": "public.people.name"})
     settings = BuilderSettings(server="p", dbname="db", message_topic="p.message", topic_delimiter=".",
-                               table_filter=None, column_filter=None, key_columns={}, include_unknown=False,
+                               table_filter=None, column_filter=None, key_columns=None, include_unknown=False,
                                tombstones_on_delete=True, skipped_operations=frozenset(),
                                provide_transaction_metadata=False, transaction_topic="p.transaction",
                                column_mappers=mappers)

@@ -88,6 +88,8 @@ _CONNECT_OFFSETS = "Kafka-based offset storage is not used; Headwater keeps offs
 _NO_REGISTRY = "no schema registry is used: Headwater's converter is Debezium's JSON"
 _EOS = "Kafka Connect exactly-once source support; Headwater delivers at-least-once to idempotent sinks"
 _NO_KAFKA_SIGNALS = "the Kafka signal channel is not supported: Headwater runs no Kafka consumer"
+_NO_SIGNALS_YET = ("signals are not supported yet: the signaling table is captured like any other table and "
+                   "its rows are not read as signals")
 _NO_NOTIFICATIONS = "notifications are not emitted: Headwater logs snapshot and streaming progress instead"
 
 
@@ -106,22 +108,21 @@ def _check_queue(cfg: Configuration, report: Report) -> None:
 
 
 def _check_converters(cfg: Configuration, report: Report) -> None:
+    from headwater.relational.converters import CONVERTER_METHODS
+    from headwater.relational.plugins import PluginError, load_class
+
     for name in cfg.get("converters") or []:
-        if not cfg.get(f"{name}.type", None):
+        spec = cfg.get(f"{name}.type", None)
+        if not spec:
             report.error(
                 f"missing required property '{name}.type': the implementation of custom converter "
                 f"'{name}' (listed in 'converters')"
             )
-
-
-def _check_snapshot_threads(cfg: Configuration, report: Report) -> None:
-    threads = cfg.get("snapshot.max.threads")
-    if cfg.is_set("snapshot.max.threads") and report.valid("snapshot.max.threads") and threads > 1:
-        report.warn(
-            f"snapshot.max.threads={threads}: Headwater snapshots the tables one after "
-            "another in one transaction (each table is read with COPY, which the server streams at full "
-            "speed); the setting has no effect"
-        )
+            continue
+        try:  # the class must import and look like a converter (headwater.relational.converters)
+            load_class(spec, f"{name}.type", "custom converter", CONVERTER_METHODS)
+        except PluginError as exc:
+            report.error(str(exc))
 
 
 def _check_retry_delays(cfg: Configuration, report: Report) -> None:
@@ -226,7 +227,8 @@ COMMON_FIELDS = FieldSet(
         T.BOOLEAN,
         False,
         group="events",
-        doc="Emit BEGIN/END transaction events and add the 'transaction' block to data events.",
+        doc="Emit BEGIN/END transaction events and add the 'transaction' block to data events. As Debezium, a "
+        "transaction whose changes are all filtered out still gets BEGIN and an END counting 0 events.",
     ),
     Field(
         "tombstones.on.delete",
@@ -268,8 +270,12 @@ COMMON_FIELDS = FieldSet(
         group="events",
         names_prefixes=True,
         default_doc="none",
-        doc="Symbolic names of custom value converters. Each needs <name>.type (the implementation) "
-        "and may take <name>.<param> settings.",
+        doc="Symbolic names of custom converters (Debezium's CustomConverter SPI, in Python). Each needs "
+        "<name>.type, the converter class as package.module:Class (a Java class name is refused), and may "
+        "take <name>.<param> settings, given to its configure() with the '<name>.' prefix stripped. For "
+        "each captured column the converters are asked in order; the first that registers a schema and a "
+        "value function for it decides the column's schema and values, in keys and values, in the snapshot "
+        "and in streaming. See docs/converters.md.",
     ),
     # --- converters
     Field(
@@ -398,7 +404,9 @@ COMMON_FIELDS = FieldSet(
         FILE_OFFSET_STORE,
         group="offsets",
         validator=_offset_store_valid,
-        doc="Where the standalone runner keeps offsets: a file or memory (Spark uses its checkpoint).",
+        doc="Where the standalone runner keeps offsets: FileOffsetBackingStore (in "
+        "offset.storage.file.filename) or MemoryOffsetBackingStore (in memory only: a restart begins again as "
+        "snapshot.mode says for a connector without offsets). The Spark source keeps them in its checkpoint.",
     ),
     Field(
         "offset.storage.file.filename",
@@ -497,8 +505,10 @@ COMMON_FIELDS = FieldSet(
         10240,
         group="snapshot",
         validator=positive_int,
-        doc="Accepted for compatibility, no effect: Headwater reads each table with COPY, which the server "
-        "streams in 64 KiB pieces, so memory does not depend on a fetch size.",
+        doc="No effect (a warning at start when set): Headwater reads each table with COPY, which the "
+        "server streams in 64 KiB pieces, so memory does not depend on a fetch size.",
+        ignored_reason="Headwater reads each snapshot table with COPY, which the server streams in 64 KiB "
+        "pieces: memory does not depend on a fetch size",
     ),
     Field(
         "snapshot.max.threads",
@@ -506,8 +516,11 @@ COMMON_FIELDS = FieldSet(
         1,
         group="snapshot",
         validator=positive_int,
-        doc="Accepted for compatibility, no effect (a warning when > 1): tables are read one after another "
-        "with COPY in one transaction.",
+        doc="No effect (a warning at start when set): the standalone runner reads the tables one after "
+        "another with COPY in one transaction; the Spark source reads chunks in parallel (its "
+        "snapshotParallelism option).",
+        ignored_reason="the standalone runner reads the tables one after another with COPY in one "
+        "transaction; the Spark source reads them in parallel by its snapshotParallelism option",
     ),
     # --- signals and notifications
     Field(
@@ -515,14 +528,18 @@ COMMON_FIELDS = FieldSet(
         T.LIST,
         ["source"],
         group="signals",
-        doc="Enabled signal channels: source (the signaling table), kafka, file, jmx, or a custom channel.",
+        doc="Enabled signal channels: source (the signaling table), kafka, file, jmx, or a custom channel. "
+        "Not supported yet: signals are not read (a warning at start when set).",
+        ignored_reason=_NO_SIGNALS_YET,
     ),
     Field(
         "signal.data.collection",
         T.STRING,
         group="signals",
         doc="Fully-qualified name of the signaling table, <schemaName>.<tableName>. Needed for "
-        "source-channel signals and incremental snapshots.",
+        "source-channel signals and incremental snapshots. Not supported yet: the table is captured like "
+        "any other and its rows are not read as signals (a warning at start when set).",
+        ignored_reason=_NO_SIGNALS_YET,
     ),
     Field(
         "signal.kafka.topic",
@@ -657,5 +674,5 @@ COMMON_FIELDS = FieldSet(
             ignored_reason="Kafka Connect client overrides; Headwater's Kafka sink has its own settings",
         ),
     ),
-    checks=(_check_queue, _check_converters, _check_retry_delays, _check_snapshot_threads),
+    checks=(_check_queue, _check_converters, _check_retry_delays),
 )

@@ -129,22 +129,33 @@ def split_statements(value: str) -> list[str]:
     return [s.strip() for s in out if s.strip()]
 
 
+# one `;`-separated entry of message.key.columns, as Debezium validates it (CustomKeyMapper)
+_KEY_COLUMNS_ENTRY = re.compile(r"\s*([^:]+):([^:,]+(?:,[^:,]+)*)\s*")
+
+
 def parse_message_key_columns(value: str) -> list[tuple[str, list[str]]]:
-    """``<table regex>:<col>,<col>;...`` -> [(regex, [columns])]; ValueError when malformed."""
+    """``<table regex>:<col>,<col>;...`` -> [(table regex, [columns])]; ValueError when malformed.
+
+    Debezium's rules: entries are separated by ``;`` (trailing empty entries ignored, others
+    refused), each is ``<table regex>:<column>[,<column>...]`` with no other ``:``. The matching
+    (:class:`headwater.relational.key_mapper.KeyColumnMapper`) turns each column into the anchored,
+    case-insensitive regex ``<table regex>.<column>`` over ``schema.table.column``."""
     result: list[tuple[str, list[str]]] = []
-    for entry in value.split(";"):
-        entry = entry.strip()
-        if not entry:
-            continue
-        table, sep, cols = entry.rpartition(":")
-        columns = [c.strip() for c in cols.split(",") if c.strip()]
-        if not sep or not table.strip() or not columns:
+    entries = value.split(";")
+    while entries and not entries[-1]:
+        entries.pop()  # as Java's String.split (an empty value is taken as unset)
+    for entry in entries:
+        m = _KEY_COLUMNS_ENTRY.fullmatch(entry)
+        if m is None:
             raise ValueError(f"entry '{entry}' is not <fully-qualified table regex>:<column>[,<column>...]")
-        try:
-            re.compile(table.strip())
-        except re.error as e:
-            raise ValueError(f"entry '{entry}': invalid regular expression ({e})") from None
-        result.append((table.strip(), columns))
+        table = entry.split(":", 1)[0].lstrip()
+        columns = [c.strip() for c in m.group(2).split(",")]
+        for column in columns:
+            try:
+                re.compile(f"{table}.{column}")
+            except re.error as e:
+                raise ValueError(f"entry '{entry}': invalid regular expression ({e})") from None
+        result.append((table, columns))
     return result
 
 
@@ -187,6 +198,21 @@ def required_when(mode_field: str, mode_value: str, required: str) -> Callable[[
 
 
 _OVERRIDES = "snapshot.select.statement.overrides"
+
+
+def _check_snapshot_query(cfg: Configuration, report: Report) -> None:
+    spec = cfg.get("snapshot.query.mode.custom.name")
+    if spec and cfg.get("snapshot.query.mode") != "custom":
+        report.warn("snapshot.query.mode.custom.name has no effect: snapshot.query.mode is not custom")
+    if cfg.get("snapshot.query.mode") != "custom" or not spec:
+        return
+    from headwater.relational.plugins import PluginError, load_class
+    from headwater.relational.snapshot_query import NAME, QUERY_METHODS
+
+    try:  # the class must import and define snapshot_query (headwater.relational.snapshot_query)
+        load_class(spec, NAME, "snapshot query", QUERY_METHODS)
+    except PluginError as exc:
+        report.error(str(exc))
 
 
 def _check_select_overrides(cfg: Configuration, report: Report) -> None:
@@ -291,14 +317,19 @@ RELATIONAL_FIELDS = FieldSet(
         group="filters",
         validator=_message_key_columns_valid,
         doc="Custom message keys: <table regex>:<column>,<column> entries separated by ';', "
-        "e.g. inventory.customers:pk1,pk2;(.*).purchaseorders:pk3,pk4.",
+        "e.g. inventory.customers:pk1,pk2;(.*).purchaseorders:pk3,pk4. Each column becomes the regular expression "
+        "<table regex>.<column>, matched anchored and case-insensitively against schemaName.tableName.columnName; "
+        "a table's key is every column any entry matches (entries in order), else its primary key; a column "
+        "matched by two entries is an error.",
     ),
     Field(
         "skip.messages.without.change",
         T.BOOLEAN,
         False,
         group="filters",
-        doc="Skip an update when none of the included columns changed (needs REPLICA IDENTITY FULL).",
+        doc="Skip an update whose before and after values (the columns column.include.list / column.exclude.list "
+        "capture) are equal. Needs an old tuple to compare: REPLICA IDENTITY FULL (under DEFAULT identity an update "
+        "has no before, except a key change, and is emitted).",
     ),
     _regex_list(
         "column.propagate.source.type",
@@ -357,7 +388,9 @@ RELATIONAL_FIELDS = FieldSet(
         T.BOOLEAN,
         False,
         group="snapshot",
-        doc="With snapshot.mode=configuration_based: snapshot table schemas.",
+        doc="With snapshot.mode=configuration_based: snapshot table schemas. No effect for PostgreSQL, "
+        "which keeps no schema history (a warning at start when set).",
+        ignored_reason="the PostgreSQL connector keeps no schema history, so there is no schema to snapshot",
     ),
     Field(
         "snapshot.mode.configuration.based.start.stream",
@@ -372,7 +405,8 @@ RELATIONAL_FIELDS = FieldSet(
         False,
         group="snapshot",
         doc="With snapshot.mode=configuration_based: snapshot the schema when the schema history is "
-        "unavailable (no effect for PostgreSQL, which keeps no schema history).",
+        "unavailable (no effect for PostgreSQL, which keeps no schema history; a warning at start when set).",
+        ignored_reason="the PostgreSQL connector keeps no schema history",
     ),
     Field(
         "snapshot.mode.configuration.based.snapshot.on.data.error",
@@ -394,13 +428,19 @@ RELATIONAL_FIELDS = FieldSet(
         "select_all",
         allowed=("select_all", "custom"),
         group="snapshot",
-        doc="How snapshot queries are built: select_all, or custom (a named snapshot query plug-in).",
+        doc="How snapshot queries are built: select_all (every column), or custom: the Python class in "
+        "snapshot.query.mode.custom.name builds each table's SELECT. A "
+        "snapshot.select.statement.overrides entry wins over either. See docs/converters.md.",
     ),
     Field(
         "snapshot.query.mode.custom.name",
         T.STRING,
         group="snapshot",
-        doc="Name of the custom snapshot query plug-in when snapshot.query.mode=custom.",
+        doc="With snapshot.query.mode=custom: the snapshot query class, as package.module:Class (a Java "
+        "class name is refused). Its snapshot_query(table_id, columns) gets the double-quoted table and "
+        "its double-quoted columns (after column.include/exclude.list) and returns the table's SELECT, or "
+        "None to snapshot none of its rows; configure(props), if defined, gets the whole configuration. "
+        "The result's columns are matched to the table's by name. See docs/converters.md.",
     ),
     _regex_list(
         "snapshot.include.collection.list",
@@ -425,7 +465,9 @@ RELATIONAL_FIELDS = FieldSet(
         None,
         group="snapshot",
         doc="schemaName.tableName list of tables whose snapshot uses the SELECT given in "
-        "snapshot.select.statement.overrides.<schemaName>.<tableName>. Snapshots only.",
+        "snapshot.select.statement.overrides.<schemaName>.<tableName>. Snapshots only. An override wins "
+        "over snapshot.query.mode=custom; its result columns are matched to the table's by name (columns it "
+        "does not return are NULL).",
     ),
     Field(
         "incremental.snapshot.chunk.size",
@@ -433,7 +475,9 @@ RELATIONAL_FIELDS = FieldSet(
         1024,
         group="snapshot",
         validator=positive_int,
-        doc="Maximum rows fetched into memory per incremental-snapshot chunk.",
+        doc="Maximum rows fetched into memory per incremental-snapshot chunk. Not supported yet "
+        "(a warning at start when set): incremental snapshots are not built.",
+        ignored_reason="incremental snapshots are not supported yet",
     ),
     Field(
         "incremental.snapshot.watermarking.strategy",
@@ -442,7 +486,9 @@ RELATIONAL_FIELDS = FieldSet(
         allowed=("insert_insert", "insert_delete"),
         group="snapshot",
         doc="Incremental-snapshot window markers: insert_insert (open and close rows in the signaling "
-        "table) or insert_delete (insert an open row, then delete it).",
+        "table) or insert_delete (insert an open row, then delete it). Not supported yet (a warning at "
+        "start when set): incremental snapshots are not built.",
+        ignored_reason="incremental snapshots are not supported yet",
     ),
     Field(
         "query.fetch.size",
@@ -450,8 +496,10 @@ RELATIONAL_FIELDS = FieldSet(
         0,
         group="streaming",
         validator=non_negative,
-        doc="Accepted for compatibility, no effect: Headwater's non-snapshot queries (catalog reads) return "
-        "few rows and are fetched at once. Not in the PostgreSQL documentation; present in Debezium's code.",
+        doc="No effect (a warning at start when set): Headwater's non-snapshot queries (catalog reads) "
+        "return few rows and are fetched at once. Not in the PostgreSQL documentation; present in "
+        "Debezium's code.",
+        ignored_reason="Headwater's non-snapshot queries (catalog reads) return few rows and are fetched at once",
     ),
     dynamic=(
         DynamicField(
@@ -497,12 +545,19 @@ RELATIONAL_FIELDS = FieldSet(
             group="snapshot",
             doc="Settings read by the custom snapshotter.",
         ),
+        DynamicField(
+            "snapshot.query.mode.custom.",
+            "snapshot.query.mode.custom.<setting>",
+            group="snapshot",
+            doc="Settings for the custom snapshot query class (its configure() gets the whole configuration).",
+        ),
     ),
     checks=(
         mutually_exclusive("schema.include.list", "schema.exclude.list"),
         mutually_exclusive("table.include.list", "table.exclude.list"),
         mutually_exclusive("column.include.list", "column.exclude.list"),
         required_when("snapshot.query.mode", "custom", "snapshot.query.mode.custom.name"),
+        _check_snapshot_query,
         _check_select_overrides,
     ),
 )

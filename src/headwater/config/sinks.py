@@ -71,7 +71,14 @@ register_sink(
 register_sink(
     "stdout",
     FieldSet(
-        Field("pretty", T.BOOLEAN, False, group="sink", doc="Indent the JSON instead of one record per line."),
+        Field(
+            "pretty",
+            T.BOOLEAN,
+            False,
+            group="sink",
+            doc="Indent the JSON instead of one record per line (for reading; numbers are re-rendered, so a "
+            "double may be spelled differently from Debezium's JSON).",
+        ),
     ),
     doc="Records printed to standard output.",
 )

@@ -150,6 +150,17 @@ class EventDispatcher:
 
     # -- transactions ---------------------------------------------------------------------
 
+    def transaction_begin(self, tx_id: str, ts_ms: int) -> None:
+        """BEGIN of a transaction, where the connector's stream begins it: Debezium emits it then,
+        so a transaction whose changes are all left out (filtered tables, skipped operations,
+        filtered message prefixes) still has its BEGIN and an END with `event_count` 0. (Without
+        this call BEGIN comes with the transaction's first event.)"""
+        if self.provide_transaction_metadata and not self._tx.begun:
+            self._tx.begun = True
+            self._emit(SourceRecord(self.transaction_topic, TRANSACTION_KEY_SCHEMA, {"id": tx_id},
+                                    TRANSACTION_VALUE_SCHEMA, self._tx.begin_value(tx_id, ts_ms),
+                                    self._next_offset(), (), None, None, context_headers=False))
+
     def transaction_end(self, tx_id: str, ts_ms: int) -> None:
         if self.provide_transaction_metadata and self._tx.begun:
             self._emit(SourceRecord(self.transaction_topic, TRANSACTION_KEY_SCHEMA, {"id": tx_id},

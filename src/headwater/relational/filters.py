@@ -82,3 +82,24 @@ class ColumnFilter:
         if self.exclude:
             return not _any_full_match(self.exclude, ident)
         return True
+
+
+@dataclass
+class PrefixFilter:
+    """`message.prefix.include.list` / `message.prefix.exclude.list` over the prefixes of logical
+    decoding messages (Debezium's LogicalDecodingMessageFilter): the include list when set, else
+    the exclude list; anchored, case-insensitive. An empty prefix is matched like any other."""
+
+    include: list[re.Pattern[str]]
+    exclude: list[re.Pattern[str]]
+
+    @classmethod
+    def build(cls, include: Iterable[str] | None = None, exclude: Iterable[str] | None = None) -> PrefixFilter:
+        return cls(compile_patterns(include), compile_patterns(exclude))
+
+    def __call__(self, prefix: str) -> bool:
+        if self.include:
+            return _any_full_match(self.include, prefix)
+        if self.exclude:
+            return not _any_full_match(self.exclude, prefix)
+        return True

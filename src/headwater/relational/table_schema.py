@@ -15,8 +15,10 @@ from typing import Any, Protocol
 
 from headwater.model.envelope import envelope_schema
 from headwater.model.schema import NO_DEFAULT, Schema, replace, struct
-from headwater.relational.column_mappers import ColumnMappers, default_source_column
+from headwater.relational.column_mappers import UNSET_LENGTH, ColumnMappers, default_source_column
+from headwater.relational.converters import ConverterRegistry, Registered, RelationalColumn, value_function
 from headwater.relational.filters import ColumnFilter
+from headwater.relational.plugins import PluginError
 from headwater.relational.table import Column, Table
 from headwater.relational.topic_naming import NameAdjuster
 
@@ -45,7 +47,9 @@ class ValueConverters(Protocol):
     # `unavailable_for(table, column, schema)` -> the value to emit instead, or NO_DEFAULT when
     # the column can never carry the marker (no check is compiled for it).
     # Optional too: `source_column(table, column)` -> `column_mappers.SourceColumn`, the column as
-    # Debezium describes it (JDBC type, type name, length, scale), for the column mappers.
+    # Debezium describes it (JDBC type, type name, length, scale), for the column mappers and the
+    # custom converters; `raw_default_for(table, column)` -> the column's constant default in the
+    # raw form of its values (else NO_DEFAULT), for the custom converters.
 
 
 @dataclass(slots=True)
@@ -57,6 +61,7 @@ class ColumnPlan:
     fallback: Any                   # for required columns whose value is missing
     unavailable: Any = NO_DEFAULT   # emitted for the connector's "unavailable" raw marker
     mapper: Callable[[Any], Any] | None = None  # column mapper, applied to every value (None too)
+    custom: bool = False            # a custom converter's: `convert` takes every raw value, None too
 
 
 class TableSchema:
@@ -107,6 +112,8 @@ def _compile_row(plan: list[ColumnPlan], unavailable_marker: Any = None) -> Call
             placeholder = f"u{i}[:]" if isinstance(p.unavailable, list) else f"u{i}"
             convert = f"({placeholder} if v is U else c{i}(v))"
         value = f"{missing} if (v := raw[{p.index}]) is None else {convert}"
+        if p.custom:  # the converter takes NULL (and the unavailable marker) itself
+            value = f"c{i}(raw[{p.index}])"
         if p.mapper is not None:
             env[f"m{i}"] = p.mapper
             value = f"m{i}({value})"
@@ -129,6 +136,7 @@ def build_table_schema(
     topic: str | None = None,
     schema_names: NameAdjuster | None = None,
     field_names: NameAdjuster | None = None,
+    custom: ConverterRegistry | None = None,
 ) -> TableSchema:
     """Build the schemas for `table`.
 
@@ -138,7 +146,10 @@ def build_table_schema(
     Debezium names the schemas after the table's data topic (`topic`, from the topic naming
     strategy; default `<topic_prefix>.<schema>.<table>`) adjusted by `schema_names`
     (`schema.name.adjustment.mode`), and the fields after the columns adjusted by `field_names`
-    (`field.name.adjustment.mode`); filters, key columns and mappers still see the column names."""
+    (`field.name.adjustment.mode`); filters, key columns and mappers still see the column names.
+    `custom`: the configured custom converters (`headwater.relational.converters`), asked first
+    for every column; a column one of them takes keeps its schema and values, in key and value.
+    Raises PluginError when a converter fails while the schema is built."""
     if topic is not None:
         base = topic
     else:
@@ -154,12 +165,24 @@ def build_table_schema(
     unavailable_for = getattr(converters, "unavailable_for", None) if marker is not None else None
     if mappers is not None and not mappers:
         mappers = None
-    describe = getattr(converters, "source_column", default_source_column) if mappers is not None else None
+    source_column = getattr(converters, "source_column", default_source_column)
+    describe = source_column if mappers is not None else None
     fields: list[tuple[str, Schema]] = []
     plan: list[ColumnPlan] = []
     key_field_schemas: dict[str, Schema] = {}
     for column in table.columns:
         if column.name not in raw_index:
+            continue
+        registered = None
+        if custom is not None:
+            raw_default_for = getattr(converters, "raw_default_for", None)
+            raw_default = raw_default_for(table, column) if raw_default_for is not None else NO_DEFAULT
+            registered = _custom_for(custom, table, column, source_column(table, column), raw_default)
+        if registered is not None:
+            _add_custom(registered, converters, table, column, raw_default, field_name=adjust_field(column.name),
+                        index=raw_index[column.name], keys=keys, key_field_schemas=key_field_schemas,
+                        column_filter=column_filter, mappers=mappers, describe=source_column, fields=fields,
+                        plan=plan, marker=marker)
             continue
         schema = converters.schema_for(table, column)
         if schema is None:
@@ -201,6 +224,62 @@ def build_table_schema(
 
 def _same(name: str) -> str:
     return name
+
+
+def _custom_for(custom: ConverterRegistry, table: Table, column: Column, source: Any,
+                raw_default: Any) -> Registered | None:
+    return custom.converter_for(RelationalColumn(
+        name=column.name, data_collection=table.id.identifier(), type_name=source.type_name,
+        type_expression=source.type_name, jdbc_type=source.jdbc_type, native_type=column.type_oid,
+        length=None if source.length == UNSET_LENGTH else source.length, scale=source.scale,
+        optional=column.optional, default_value=None if raw_default is NO_DEFAULT else raw_default,
+        has_default_value=column.default_expression is not None))
+
+
+def _add_custom(registered: Registered, converters: ValueConverters, table: Table, column: Column,
+                raw_default: Any, *,
+                field_name: str, index: int, keys: list[str], key_field_schemas: dict[str, Schema],
+                column_filter: ColumnFilter | None, mappers: ColumnMappers | None,
+                describe: Callable[[Table, Column], Any], fields: list[tuple[str, Schema]],
+                plan: list[ColumnPlan], marker: Any) -> None:
+    """A column taken over by a custom converter, as Debezium's TableSchemaBuilder adds it: the
+    registered schema (optional when the column is), the default passed through the converter."""
+    label = f"{table.id.identifier()}.{column.name}"
+    schema = registered.schema
+    optional = schema.optional or column.optional
+    default = NO_DEFAULT
+    if raw_default is not NO_DEFAULT and raw_default is not None:
+        try:
+            default = registered.converter(raw_default)
+        except Exception as exc:
+            lines = str(exc).strip().splitlines()
+            reason = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+            raise PluginError(f"{registered.label} failed on the default value of column {label}: {reason}") from None
+        if default is None:
+            default = NO_DEFAULT
+    field_schema = _finish(schema, optional, default)
+    if column.name in keys:
+        key_field_schemas[column.name] = field_schema
+    if column_filter is not None and not column_filter(table.id, column.name):
+        return
+    unavailable_input = None
+    if marker is not None:
+        standard = converters.schema_for(table, column)
+        unavailable_for = getattr(converters, "unavailable_for", None)
+        if standard is not None and unavailable_for is not None:
+            unavailable_input = unavailable_for(table, column, standard)
+        if unavailable_input is None or unavailable_input is NO_DEFAULT:
+            placeholder = getattr(converters, "unavailable_placeholder", b"")
+            unavailable_input = placeholder.decode() if isinstance(placeholder, bytes) else placeholder
+    convert = value_function(registered, label, optional=optional, marker=marker, unavailable_input=unavailable_input)
+    mapper = None
+    if mappers is not None:
+        mapped = mappers.for_column(table.id, describe(table, column), schema)
+        if mapped is not None:
+            field_schema = _finish(mapped[0], optional, default)
+            mapper = mapped[1]
+    fields.append((field_name, field_schema))
+    plan.append(ColumnPlan(field_name, index, convert, optional, None, NO_DEFAULT, mapper, custom=True))
 
 
 def _finish(schema: Schema, optional: bool, default: Any) -> Schema:

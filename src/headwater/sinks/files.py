@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
+import orjson
+
 from headwater.engine.records import EncodedBatch, SourceRecord
 from headwater.serialization.json import RecordSerializer
 
@@ -188,18 +190,31 @@ class FilesSink:
 
 
 class StdoutSink:
-    def __init__(self, serializer: RecordSerializer, stream: BinaryIO | None = None) -> None:
+    """Records on standard output: one line each, or (``pretty``) indented for people to read."""
+
+    def __init__(self, serializer: RecordSerializer, stream: BinaryIO | None = None, *, pretty: bool = False) -> None:
         self.serializer = serializer
         self.stream = stream or sys.stdout.buffer
+        self.pretty = pretty
 
     def write(self, records: list[SourceRecord]) -> None:
         line = self.serializer.line
         for r in records:
-            self.stream.write(line(r))
+            self._out(line(r))
 
     def write_encoded(self, batch: EncodedBatch) -> None:
         for _, _, lines in batch.segments:
+            self._out(lines)
+
+    def _out(self, lines: bytes) -> None:
+        if not self.pretty:
             self.stream.write(lines)
+            return
+        # re-rendered by orjson: the same JSON values, though a double may be spelled differently
+        # from Debezium's Java rendering (1.0E10 as 10000000000.0)
+        for line in lines.splitlines():
+            if line:
+                self.stream.write(orjson.dumps(orjson.loads(line), option=orjson.OPT_INDENT_2) + b"\n")
 
     def flush(self) -> None:
         self.stream.flush()

@@ -33,6 +33,7 @@ from headwater.config.fields import (
 from headwater.config.fields import FieldType as T
 from headwater.config.registry import register_connector
 from headwater.config.relational import RELATIONAL_FIELDS, mutually_exclusive, required_when
+from headwater.connectors.postgres.replica_identity import parse_autoset
 
 if TYPE_CHECKING:
     from headwater.config.configuration import Configuration
@@ -122,7 +123,6 @@ PGJDBC_ONLY = frozenset(
 )
 
 _SLOT_RE = re.compile(r"[a-z0-9_]{1,63}")
-_REPLICA_IDENTITY_RE = re.compile(r"\s*[^\s:]+:(DEFAULT|FULL|NOTHING|INDEX\s+\S+)\s*", re.IGNORECASE)
 
 
 def _slot_name_valid(value: Any) -> str | None:
@@ -132,12 +132,10 @@ def _slot_name_valid(value: Any) -> str | None:
 
 
 def _replica_identity_valid(value: Any) -> str | None:
-    bad = [e for e in value.split(",") if not _REPLICA_IDENTITY_RE.fullmatch(e)]
-    if bad:
-        return (
-            f"entry '{bad[0].strip()}' is not <table regex>:<identity> with identity DEFAULT, "
-            "FULL, NOTHING or INDEX <index_name>"
-        )
+    try:
+        parse_autoset(value)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
@@ -306,8 +304,11 @@ _PG_ONLY = FieldSet(
         T.STRING,
         group="replication",
         validator=_replica_identity_valid,
-        doc="Replica identity set at start-up: comma-separated <table regex>:<DEFAULT|INDEX "
-        "index_name|FULL|NOTHING> entries, e.g. schema1.*:FULL,schema2.table2:NOTHING.",
+        doc="Replica identity set when streaming starts (after the snapshot, each time), as Debezium: "
+        "comma-separated <schema>.<table regex>:<DEFAULT|FULL|NOTHING|INDEX index_name> entries, e.g. "
+        "schema1.*:FULL,schema2.table2:NOTHING,schema2.table3:INDEX idx_name (identity in upper case). Only "
+        "captured tables; a table matched by two entries is left alone; ALTER TABLE ... REPLICA IDENTITY "
+        "needs the table's owner, and a failure is logged as an error for that table without stopping.",
     ),
     Field(
         "slot.stream.params",
@@ -408,7 +409,13 @@ _PG_ONLY = FieldSet(
         allowed=("columns_diff", "columns_diff_exclude_unchanged_toast"),
         group="streaming",
         doc="When the in-memory table schema is refreshed: columns_diff (on any difference) or "
-        "columns_diff_exclude_unchanged_toast (unless unchanged TOAST columns explain it).",
+        "columns_diff_exclude_unchanged_toast (unless unchanged TOAST columns explain it). No effect in "
+        "Headwater (a warning at start when set): it refreshes a table's schema from pgoutput's Relation "
+        "messages, which PostgreSQL sends before the first change after any schema change, never from a "
+        "difference between a row and the cached columns; an unchanged TOAST value never triggers a "
+        "refresh, as with columns_diff_exclude_unchanged_toast.",
+        ignored_reason="Headwater refreshes a table's schema from pgoutput's Relation messages, never from a "
+        "difference between a row's columns and the cached ones, so both modes behave alike",
     ),
     Field(
         "message.prefix.include.list",
@@ -417,8 +424,8 @@ _PG_ONLY = FieldSet(
         group="filters",
         validator=regex_list_valid,
         default_doc="all prefixes",
-        doc="Anchored regular expressions of logical decoding message prefixes to capture; mutually "
-        "exclusive with message.prefix.exclude.list.",
+        doc="Anchored, case-insensitive regular expressions of logical decoding message prefixes to capture "
+        "(transactional and not); mutually exclusive with message.prefix.exclude.list.",
     ),
     Field(
         "message.prefix.exclude.list",
@@ -426,7 +433,8 @@ _PG_ONLY = FieldSet(
         None,
         group="filters",
         validator=regex_list_valid,
-        doc="Anchored regular expressions of logical decoding message prefixes to drop ('.*' drops all).",
+        doc="Anchored, case-insensitive regular expressions of logical decoding message prefixes to drop "
+        "('.*' drops all).",
     ),
     # --- data types
     Field(
@@ -489,9 +497,9 @@ _PG_ONLY = FieldSet(
         group="snapshot",
         doc="Debezium 3.x: transaction isolation of a snapshot taken while the slot already exists: "
         "serializable (SERIALIZABLE READ ONLY DEFERRABLE), repeatable_read, read_committed or "
-        "read_uncommitted. Headwater (re)creates the slot for every snapshot and reads its exported "
-        "snapshot in REPEATABLE READ, as Debezium does with a new slot, so the setting is validated but "
-        "does not change what is read.",
+        "read_uncommitted. A snapshot taken with a new slot reads the slot's exported snapshot in "
+        "REPEATABLE READ, as Debezium does, whatever this says. The Spark source always reads one exported "
+        "snapshot in REPEATABLE READ (a warning at start when this is set).",
     ),
     Field(
         "snapshot.locking.mode",

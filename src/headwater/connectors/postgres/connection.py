@@ -94,9 +94,10 @@ def connect_kwargs(config: Configuration, *, application_name: str, replication:
     if password:
         kwargs["password"] = password
     kwargs["sslmode"] = config.get("database.sslmode")
-    for arg in ("sslcert", "sslkey", "sslrootcert", "sslpassword"):
-        if config.is_set(f"database.{arg}"):
-            kwargs[arg] = config.get(f"database.{arg}")
+    for arg, name in (("sslcert", "database.sslcert"), ("sslkey", "database.sslkey"),
+                      ("sslrootcert", "database.sslrootcert"), ("sslpassword", "database.sslpassword")):
+        if config.is_set(name):
+            kwargs[arg] = config.get(name)
     kwargs["keepalives"] = 1 if config.get("database.tcpKeepAlive") else 0
     return kwargs
 

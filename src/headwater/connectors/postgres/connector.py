@@ -23,6 +23,7 @@ from headwater.connectors.postgres.connection import (
 from headwater.connectors.postgres.events import BuilderSettings, SnapshotRows, StreamPosition
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn
+from headwater.connectors.postgres.replica_identity import apply_autoset
 from headwater.connectors.postgres.replication import (
     SlotState,
     create_slot,
@@ -41,7 +42,11 @@ from headwater.connectors.postgres.types import TypeSettings
 from headwater.engine.connector import ConnectorError, Emit, SourceConnector, connector_error
 from headwater.engine.dispatcher import EventDispatcher
 from headwater.relational.column_mappers import ColumnMappers
-from headwater.relational.filters import ColumnFilter, TableFilter
+from headwater.relational.converters import CustomConverters
+from headwater.relational.filters import ColumnFilter, PrefixFilter, TableFilter
+from headwater.relational.key_mapper import KeyColumnMapper
+from headwater.relational.plugins import PluginError
+from headwater.relational.snapshot_query import CustomSnapshotQuery
 from headwater.relational.table import TableId
 from headwater.relational.topic_naming import NamingError, TopicNaming
 
@@ -53,22 +58,6 @@ SYSTEM_TABLES = ("spatial_ref_sys",)
 
 # The built-in modes of Debezium's Snapshotter SPI (spec PG-34); `custom` loads Java code.
 _MODES = {"always", "initial", "initial_only", "no_data", "when_needed", "configuration_based"}
-
-
-def parse_key_columns(spec: str | None) -> dict[str, list[str]]:
-    """`message.key.columns`: `schema.table:col1,col2;schema.table2:col` -> {"schema.table": [...]}."""
-    out: dict[str, list[str]] = {}
-    if not spec:
-        return out
-    for entry in spec.split(";"):
-        entry = entry.strip()
-        if not entry:
-            continue
-        if ":" not in entry:
-            raise ConnectorError(f"message.key.columns entry {entry!r} is not of the form <schema>.<table>:<col>,...")
-        table, cols = entry.split(":", 1)
-        out[table.strip()] = [c.strip() for c in cols.split(",") if c.strip()]
-    return out
 
 
 class PostgresConnector(SourceConnector):
@@ -87,18 +76,30 @@ class PostgresConnector(SourceConnector):
         mode = config.get("snapshot.mode")
         self.snapshot_mode = "no_data" if mode == "never" else mode
         if config.get("snapshot.locking.mode") == "custom":
-            raise ConnectorError("snapshot.locking.mode=custom loads a Java SnapshotLock implementation, which "
-                                 "Headwater cannot run; use shared or none")
+            raise ConnectorError(f"snapshot.locking.mode=custom loads a Java SnapshotLock implementation "
+                                 f"({config.get('snapshot.locking.mode.custom.name')}), which Headwater cannot run; "
+                                 "use shared or none")
         if self.snapshot_mode not in _MODES:
-            raise ConnectorError(f"snapshot.mode={mode} loads a Java Snapshotter implementation, which Headwater "
-                                 f"cannot run; use one of {', '.join(sorted(_MODES))}")
+            raise ConnectorError(f"snapshot.mode={mode} loads a Java Snapshotter implementation "
+                                 f"({config.get('snapshot.mode.custom.name')}), which Headwater cannot run; use one of "
+                                 f"{', '.join(sorted(_MODES))}")
         self.table_filter = TableFilter.build(
             schema_include=config.get("schema.include.list"), schema_exclude=config.get("schema.exclude.list"),
             table_include=config.get("table.include.list"), table_exclude=config.get("table.exclude.list"),
             system_schemas=SYSTEM_SCHEMAS, system_tables=SYSTEM_TABLES)
         self.column_filter = ColumnFilter.build(config.get("column.include.list"), config.get("column.exclude.list"))
-        self.key_columns = parse_key_columns(config.get("message.key.columns"))
+        try:
+            self.key_columns = KeyColumnMapper.from_spec(config.get("message.key.columns"))
+        except ValueError as exc:
+            raise ConnectorError(f"message.key.columns: {exc}") from None
+        prefixes = (config.get("message.prefix.include.list"), config.get("message.prefix.exclude.list"))
+        self.message_filter = PrefixFilter.build(*prefixes) if any(prefixes) else None
         self._include_patterns = [re.compile(p, re.IGNORECASE) for p in config.get("table.include.list") or []]
+        try:  # the plug-ins load (and their names are checked) at start, not at the first event
+            self.custom_converters = CustomConverters.from_config(config)
+            self.snapshot_query = CustomSnapshotQuery.from_config(config)
+        except PluginError as exc:
+            raise ConnectorError(str(exc)) from None
         skipped = config.get("skipped.operations") or []
         self.skipped_operations = frozenset() if "none" in skipped else frozenset(skipped)
         self._conn: Any = None
@@ -135,11 +136,7 @@ class PostgresConnector(SourceConnector):
         self._connected_once = True  # from now on a lost connection is retried (errors.max.retries)
         catalog = CatalogReader(self._conn)
         table_ids = self._captured_table_ids(catalog)
-        ensure_publication(self._conn, self.publication, self.config.get("publication.autocreate.mode"),
-                           [t for t, kind in table_ids if kind in ("r", "p")],
-                           via_partition_root=self.config.get("publish.via.partition.root"),
-                           publish=publish_operations(self.config.get("skipped.operations")
-                                                      if self.config.is_set("skipped.operations") else None))
+        self.ensure_publication(self._conn, table_ids)
         slot = wait_until_slot_free(self._conn, self.slot_name, retries=self.config.get("slot.max.retries"),
                                     delay_s=self.config.get("slot.retry.delay.ms") / 1000)
         if slot is not None and (slot.plugin != "pgoutput" or slot.database != self.dbname):
@@ -186,6 +183,8 @@ class PostgresConnector(SourceConnector):
             start = PgOffset(lsn_commit=slot.confirmed_flush_lsn or 0)
         if not self._streams():
             return
+        # as Debezium: when streaming starts, after the snapshot
+        apply_autoset(self._conn, self.config.get("replica.identity.autoset.values"), [t for t, _ in table_ids])
         self._stream(registry, start, emit, stop)
 
     def is_retriable(self, error: BaseException) -> bool:
@@ -263,6 +262,24 @@ class PostgresConnector(SourceConnector):
                                                    identity)
         return StreamSpools(directory, self.config.get("streaming.spool.memory.bytes"))
 
+    def ensure_publication(self, conn: Any, table_ids: list[tuple[TableId, str]]) -> None:
+        """The publication as `publication.autocreate.mode`, `publish.via.partition.root` and
+        `skipped.operations` say (for the standalone runner and the Spark source alike)."""
+        ensure_publication(conn, self.publication, self.config.get("publication.autocreate.mode"),
+                           [t for t, kind in table_ids if kind in ("r", "p")],
+                           via_partition_root=self.config.get("publish.via.partition.root"),
+                           publish=publish_operations(self.config.get("skipped.operations")
+                                                      if self.config.is_set("skipped.operations") else None))
+
+    def configure_reader(self, reader: StreamingReader) -> None:
+        """What a streaming reader takes from the configuration besides its constructor's
+        arguments: the plug-in's options and the slot's xmin reads."""
+        reader.stream_params = parse_stream_params(self.config.get("slot.stream.params"))
+        xmin_ms = self.config.get("xmin.fetch.interval.ms")
+        if xmin_ms > 0:
+            reader.xmin_fetch = self._fetch_slot_xmin
+            reader.xmin_interval_s = xmin_ms / 1000
+
     def _captured_table_ids(self, catalog: CatalogReader) -> list[tuple[TableId, str]]:
         tables = [(table_id, kind) for _, table_id, kind in catalog.list_tables()]
         captured = [(t, k) for t, k in tables if self.table_filter(t)]
@@ -275,14 +292,11 @@ class PostgresConnector(SourceConnector):
                         f"table.include.list entry {pattern!r} matches no table in database {self.dbname!r}")
         return captured
 
-    def _based(self, name: str) -> bool:
-        return bool(self.config.get(f"snapshot.mode.configuration.based.{name}"))
-
     def _streams(self) -> bool:
         if self.snapshot_mode == "initial_only":
             return False
         if self.snapshot_mode == "configuration_based":
-            return self._based("start.stream")
+            return self.config.get("snapshot.mode.configuration.based.start.stream")
         return True
 
     def _wants_snapshot(self, stored: PgOffset | None, slot_exists: bool, problem: str | None = None) -> bool:
@@ -296,9 +310,11 @@ class PostgresConnector(SourceConnector):
         if mode == "always":
             return True
         if mode == "configuration_based":
-            if stored is not None and not in_progress and not usable and not self._based("snapshot.on.data.error"):
+            on_data_error = self.config.get("snapshot.mode.configuration.based.snapshot.on.data.error")
+            if stored is not None and not in_progress and not usable and not on_data_error:
                 raise self._vanished_slot_error(stored, problem)
-            return self._based("snapshot.data") or (stored is not None and not usable)
+            wants_data = self.config.get("snapshot.mode.configuration.based.snapshot.data")
+            return wants_data or (stored is not None and not usable)
         if mode == "no_data":
             if stored is not None and not usable:
                 raise self._vanished_slot_error(stored, problem)
@@ -368,6 +384,9 @@ class PostgresConnector(SourceConnector):
             field_name_adjustment=self.config.get("field.name.adjustment.mode"),
             failure_mode=self.config.get("event.processing.failure.handling.mode"),
             type_settings=TypeSettings.from_config(self.config),
+            custom_converters=self.custom_converters,
+            message_filter=self.message_filter,
+            skip_unchanged=self.config.get("skip.messages.without.change"),
         )
 
     def use_encoding_pool(self, pool: Any) -> bool:
@@ -400,11 +419,8 @@ class PostgresConnector(SourceConnector):
             ordered = sorted(tables.values(), key=self._snapshot_order)
             if patterns:
                 ordered = [c for c in ordered if any(p.fullmatch(c.collection) for p in patterns)]
-            overrides = {}
-            for name in self.config.get("snapshot.select.statement.overrides") or []:
-                stmt = self.config.raw.get(f"snapshot.select.statement.overrides.{name}")
-                if stmt:
-                    overrides[name] = stmt
+            # select overrides, else the custom snapshot query (which may leave tables out)
+            ordered, overrides = snap.snapshot_selects(self.config, self.snapshot_query, self.column_filter, ordered)
             buffer: list[Any] = []
             held: list[Any] = []  # the latest record, held back: the snapshot's last one says "last"
 
@@ -476,11 +492,7 @@ class PostgresConnector(SourceConnector):
             heartbeat_action=self._heartbeat_action if self.config.get("heartbeat.action.query") else None,
             spools=self._stream_spools(), server_version=self._server_version)
         self._streaming = reader
-        reader.stream_params = parse_stream_params(self.config.get("slot.stream.params"))
-        xmin_ms = self.config.get("xmin.fetch.interval.ms")
-        if xmin_ms > 0:
-            reader.xmin_fetch = self._fetch_slot_xmin
-            reader.xmin_interval_s = xmin_ms / 1000
+        self.configure_reader(reader)
         reader.start()
         log.info("streaming from slot %s at %s%s", self.slot_name, format_lsn(start.lsn_commit or 0),
                  f" with {self._pool.workers} worker processes" if self._pool is not None else "")
@@ -508,7 +520,8 @@ class PostgresConnector(SourceConnector):
             return exc
         # retrying helps only where a restart takes a new snapshot; otherwise it would just fail again
         resnapshots = self.snapshot_mode in ("when_needed", "always") or (
-            self.snapshot_mode == "configuration_based" and self._based("snapshot.on.data.error"))
+            self.snapshot_mode == "configuration_based"
+            and self.config.get("snapshot.mode.configuration.based.snapshot.on.data.error"))
         return connector_error(
             f"replication slot {self.slot_name!r} in database {self.dbname!r} was dropped while streaming "
             f"({exc}); the changes it still held are lost for this connector, and nothing past the last stored "

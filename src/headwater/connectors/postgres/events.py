@@ -16,8 +16,10 @@ fully written is emitted again.
 from __future__ import annotations
 
 import copy
+import decimal
 import functools
 import logging
+import struct as stdstruct
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -39,6 +41,9 @@ from headwater.engine.records import OffsetMarker, SourceRecord
 from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_MESSAGE, OP_READ, OP_UPDATE
 from headwater.model.schema import OPTIONAL_STRING, Schema, struct
 from headwater.relational.column_mappers import ColumnMappers
+from headwater.relational.converters import CustomConverters
+from headwater.relational.filters import PrefixFilter
+from headwater.relational.key_mapper import KeyColumnMapper
 from headwater.relational.table import Table
 from headwater.relational.topic_naming import TopicNaming
 
@@ -135,7 +140,7 @@ class BuilderSettings:
     topic_delimiter: str
     table_filter: Any
     column_filter: Any
-    key_columns: dict[str, list[str]]
+    key_columns: KeyColumnMapper | None  # message.key.columns
     include_unknown: bool
     tombstones_on_delete: bool
     skipped_operations: frozenset[str]
@@ -153,6 +158,12 @@ class BuilderSettings:
     failure_mode: str = "fail"  # event.processing.failure.handling.mode: fail, warn or skip
     # decimal/time/binary/hstore/interval handling modes (headwater.connectors.postgres.types)
     type_settings: TypeSettings = field(default_factory=TypeSettings)
+    # `converters` (headwater.relational.converters): names and settings; instances made per process
+    custom_converters: CustomConverters | None = None
+    # message.prefix.include/exclude.list (None: every logical decoding message)
+    message_filter: PrefixFilter | None = None
+    # skip.messages.without.change: an update whose captured columns kept their values is left out
+    skip_unchanged: bool = False
 
     def dispatcher(self, emit: Callable[[Any], None], next_offset: Callable[[], dict[str, Any]]) -> EventDispatcher:
         return EventDispatcher(
@@ -169,7 +180,8 @@ class BuilderSettings:
                               column_mappers=self.column_mappers, topic_naming=self.topic_naming,
                               schema_name_adjustment=self.schema_name_adjustment,
                               field_name_adjustment=self.field_name_adjustment,
-                              type_settings=self.type_settings)
+                              type_settings=self.type_settings,
+                              custom_converters=self.custom_converters)
 
     def create_builder(self) -> ChunkBuilder:
         """Worker-side factory (see `headwater.engine.encoding`)."""
@@ -247,7 +259,13 @@ class ChangeEventBuilder:
             if pos.data():
                 self._data_message(lambda: self._change(pg.decode(payload), lsn))
         elif kind == BEGIN:
-            pos.begin(pg.decode(payload))
+            msg = pg.decode(payload)
+            pos.begin(msg)
+            if self.settings.provide_transaction_metadata and not pos.skipping:
+                # Debezium emits BEGIN here, whatever the transaction's changes turn out to be
+                # (not when resuming inside a transaction delivered in part: BEGIN was sent then)
+                self._msgs_done = 0
+                self.dispatcher.transaction_begin(f"{msg.xid}:{lsn}", msg.commit_ts_us // 1000)
         elif kind == COMMIT:
             msg = pg.decode(payload)
             self._msgs_done = pos.tx_msgs
@@ -271,7 +289,8 @@ class ChangeEventBuilder:
                     self._data_message(lambda: self._message(msg, lsn))
             elif pos.non_transactional_message(lsn):
                 self._msgs_done = pos.tx_msgs
-                self._message(msg, lsn)
+                if not self._message(msg, lsn):
+                    self.dispatcher.dispatch_offset(self._next_offset())
         # Origin and Type messages carry nothing Debezium emits
 
     def heartbeat(self, offset: dict[str, Any], ts_ms: int) -> None:
@@ -330,6 +349,8 @@ class ChangeEventBuilder:
                     new = [o if n is _UNCHANGED else n for n, o in zip(new, msg.old)]
                 after = schema.row(new)
                 before = schema.row(msg.old) if msg.old is not None else None
+                if self.settings.skip_unchanged and before is not None and same_value(before, after):
+                    return  # skip.messages.without.change (no old tuple: nothing to compare, emitted)
             else:
                 op, before, after = OP_DELETE, schema.row(msg.old), None
         except Exception as exc:  # a value the converters cannot take: event.processing.failure.handling.mode
@@ -350,8 +371,11 @@ class ChangeEventBuilder:
                 captured.schema, captured.topic, self._source(captured, lsn), collection=captured.collection,
                 tx_id=self._tx_id(lsn), tx_ts_ms=self.position.commit_ts_us // 1000)
 
-    def _message(self, msg: pg.Message, lsn: int) -> None:
+    def _message(self, msg: pg.Message, lsn: int) -> bool:
+        """Emit a logical decoding message's record; False when its prefix is filtered out."""
         s = self.settings
+        if s.message_filter is not None and not s.message_filter(msg.prefix):
+            return False
         pos = self.position
         if msg.transactional:
             ts_us, tx_id, tx, tx_ts = pos.commit_ts_us, pos.xid, self._tx_id(lsn), pos.commit_ts_us // 1000
@@ -367,6 +391,30 @@ class ChangeEventBuilder:
         self.dispatcher.dispatch_record(s.message_topic, MESSAGE_KEY_SCHEMA, {"prefix": msg.prefix},
                                         message_value_schema(mode), value, collection=MESSAGE_COLLECTION,
                                         op=OP_MESSAGE, tx_id=tx, tx_ts_ms=tx_ts)
+        return True
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equality of converted values as Java's equals of Connect values, which Debezium uses to
+    compare an update's before and after (skip.messages.without.change): a double equals itself
+    also when NaN but not its negative zero, a decimal's scale counts, bytes by content; lists,
+    maps and structs element by element."""
+    if a is None or b is None:
+        return a is b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return _DOUBLE.pack(a) == _DOUBLE.pack(b) or (a != a and b != b)
+    if isinstance(a, decimal.Decimal):
+        return a == b and a.as_tuple().exponent == b.as_tuple().exponent
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_value(v, b[k]) for k, v in a.items())
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+_DOUBLE = stdstruct.Struct(">d")
 
 
 @functools.cache

@@ -37,6 +37,7 @@ from headwater.connectors.postgres import snapshot as snap
 from headwater.connectors.postgres.connection import connect, connect_kwargs, connection_error
 from headwater.connectors.postgres.connector import PostgresConnector
 from headwater.connectors.postgres.events import (
+    BEGIN,
     DATA_CHANGES,
     BuilderSettings,
     ChangeEventBuilder,
@@ -48,7 +49,8 @@ from headwater.connectors.postgres.events import (
 )
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn
-from headwater.connectors.postgres.replication import create_slot, drop_slot, ensure_publication, read_slot
+from headwater.connectors.postgres.replica_identity import apply_autoset
+from headwater.connectors.postgres.replication import create_slot, drop_slot, read_slot
 from headwater.connectors.postgres.schemas import CapturedTable
 from headwater.connectors.postgres.snapshot_lease import (
     HOLDER_APP,
@@ -79,6 +81,32 @@ PHASE_STREAM = "stream"
 # one batch instead of two, bench/spark_pipeline.py). ~300 bytes of driver memory a message of a
 # narrow table; the byte bound keeps wide rows in check.
 DEFAULT_READ_AHEAD_MESSAGES = 1_048_576
+
+# Properties of the standalone runner that the Spark source does not apply: a warning at start
+# names each one that is set (the Spark source's own options are in docs/spark.md).
+_OFFSETS_IN_CHECKPOINT = "Spark's checkpoint is the offset store"
+_SPARK_BATCHES = ("the Spark source's batches are bounded by its maxRowsPerBatch and readAheadMessages "
+                  "options")
+NO_EFFECT_IN_SPARK: dict[str, str] = {
+    "offset.storage": _OFFSETS_IN_CHECKPOINT,
+    "offset.storage.file.filename": _OFFSETS_IN_CHECKPOINT,
+    "offset.flush.interval.ms": _OFFSETS_IN_CHECKPOINT + ", written as each batch commits",
+    "max.batch.size": _SPARK_BATCHES,
+    "max.queue.size": _SPARK_BATCHES,
+    "max.queue.size.in.bytes": _SPARK_BATCHES,
+    "poll.interval.ms": "Spark's trigger decides when a batch is planned",
+    "encoding.workers": "Spark's executors build the records",
+    "heartbeat.interval.ms": "the Spark source emits no heartbeat records (the slot is acknowledged as "
+                             "each batch commits)",
+    "heartbeat.action.query": "the Spark source emits no heartbeat records",
+    "snapshot.delay.ms": "the Spark source snapshots when its first batch is planned",
+    "snapshot.isolation.mode": "the Spark source's parallel readers share one exported snapshot, read in "
+                               "REPEATABLE READ",
+    "slot.max.retries": "the Spark source fails at once when the slot is held by another process (the "
+                        "pipeline's restarts retry it)",
+    "slot.retry.delay.ms": "the Spark source fails at once when the slot is held by another process (the "
+                           "pipeline's restarts retry it)",
+}
 READ_AHEAD_BYTES = 256 << 20
 _SNAPSHOT_RUN = 1024        # snapshot records handed from the COPY thread to the task at a time
 
@@ -204,10 +232,13 @@ class PgWorkDecoder(WorkDecoder):
         for relations, messages in chunk.runs():
             chunk_builder.update_relations(relations)
             for payload, lsn in messages:
-                # a data message or COMMIT of a transaction is message number tx_msgs + 1 of it; a
+                # a data message or COMMIT of a transaction is message number tx_msgs + 1 of it,
+                # its BEGIN (the BEGIN record of provide.transaction.metadata) number 0; a
                 # non-transactional message is ordered by its own LSN
                 if pos.final_lsn is not None:
                     major, minor = pos.final_lsn, pos.tx_msgs + 1
+                elif payload[0] == BEGIN:
+                    major, minor = int.from_bytes(payload[1:9], "big"), 0  # its final (commit) LSN
                 else:
                     major, minor = lsn, 0
                 if typed is not None and payload[0] in DATA_CHANGES:
@@ -371,7 +402,7 @@ def _chunk_condition(work: SnapshotWork) -> tuple[sql.Composable | None, list[An
 
 
 def _chunk_query(conn: Any, captured: CapturedTable, work: SnapshotWork) -> str:
-    base = snap.select_statement(captured, {captured.collection: work.override} if work.override else {})
+    base = snap.select_statement(captured, {captured.collection: work.override} if work.override else {}, conn)
     condition, params = _chunk_condition(work)
     query: sql.Composable = base
     if condition is not None:
@@ -489,6 +520,9 @@ class PgChangeFeed(ChangeFeed):
         self.read_ahead_messages = read_ahead_messages
         self.connector = PostgresConnector(config)
         self.settings = self.connector.builder_settings()
+        for name, why in NO_EFFECT_IN_SPARK.items():
+            if config.is_set(name):
+                log.warning("property '%s' has no effect in the Spark source: %s", name, why)
         self.snapshot_chunk_rows = snapshot_chunk_rows
         self._conn: Any = None
         self._repl: Any = None
@@ -717,8 +751,7 @@ class PgChangeFeed(ChangeFeed):
         catalog = CatalogReader(self._conn)
         table_ids = c._captured_table_ids(catalog)
         if publication:
-            ensure_publication(self._conn, c.publication, self.config.get("publication.autocreate.mode"),
-                               [t for t, kind in table_ids if kind in ("r", "p")])
+            c.ensure_publication(self._conn, table_ids)
         self._registry = self.settings.registry(catalog)
 
     def _replication(self) -> Any:
@@ -833,11 +866,9 @@ class PgChangeFeed(ChangeFeed):
 
             patterns = [re.compile(p, re.IGNORECASE) for p in include]
             ordered = [t for t in ordered if any(p.fullmatch(t.collection) for p in patterns)]
-        overrides = {}
-        for name in self.config.get("snapshot.select.statement.overrides") or []:
-            stmt = self.config.raw.get(f"snapshot.select.statement.overrides.{name}")
-            if stmt:
-                overrides[name] = stmt
+        # select overrides, else the custom snapshot query (which may leave tables out): a table
+        # read with a custom SELECT is one chunk
+        ordered, overrides = snap.snapshot_selects(self.config, c.snapshot_query, c.column_filter, ordered)
         conn = self._conn
         conn.autocommit = False
         try:
@@ -933,6 +964,9 @@ class PgChangeFeed(ChangeFeed):
         slot = read_slot(self._conn, c.slot_name)
         if slot is None:  # dropped since _slot_vanished looked
             raise self._missing_slot_error(start)
+        # as Debezium: when streaming starts, after the snapshot
+        apply_autoset(self._conn, self.config.get("replica.identity.autoset.values"),
+                      [t for t, _ in c._captured_table_ids(CatalogReader(self._conn))])
         collector = _ChunkCollector(self.read_ahead_messages)
         position = StreamPosition.resume(PgOffset.from_dict(_pg_part(start)))
         reader = StreamingReader(
@@ -940,6 +974,7 @@ class PgChangeFeed(ChangeFeed):
             publication=c.publication, status_interval_s=max(self.config.get("status.update.interval.ms") / 1000, 1.0),
             flush_lsn_to_server=c._flush_lsn_enabled(), emit=lambda items: None, position=position,
             pool=collector, spools=c._stream_spools(), server_version=c._server_version)
+        c.configure_reader(reader)
         collector.reader = reader
         collector.handed = _mark(position)
         self._collector, self._reader, self._reader_start = collector, reader, start

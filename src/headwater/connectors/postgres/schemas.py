@@ -8,15 +8,21 @@ from typing import Any
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.source_info import SOURCE_SCHEMA
 from headwater.connectors.postgres.types import (
+    _NO_DEFAULT_TYPES,
     DEFAULT_UNAVAILABLE_PLACEHOLDER,
     PgType,
     PostgresValueConverters,
     TypeSettings,
+    parse_default,
 )
 from headwater.engine.connector import ConnectorError
+from headwater.model.schema import NO_DEFAULT
 from headwater.relational import column_mappers as cm
 from headwater.relational.column_mappers import ColumnMappers, SourceColumn
+from headwater.relational.converters import ConverterRegistry, CustomConverters
 from headwater.relational.filters import ColumnFilter, TableFilter
+from headwater.relational.key_mapper import KeyColumnMapper, KeyColumnsError
+from headwater.relational.plugins import PluginError
 from headwater.relational.table import Column, Table, TableId
 from headwater.relational.table_schema import TableSchema, build_table_schema
 from headwater.relational.topic_naming import NameAdjuster, NamingError, TopicNaming
@@ -34,11 +40,12 @@ class CapturedTable:
 
 class SchemaRegistry:
     def __init__(self, catalog: CatalogReader, *, topic_prefix: str, delimiter: str, table_filter: TableFilter,
-                 column_filter: ColumnFilter, key_columns: dict[str, list[str]], include_unknown: bool,
+                 column_filter: ColumnFilter, key_columns: KeyColumnMapper | None, include_unknown: bool,
                  unavailable_placeholder: str = DEFAULT_UNAVAILABLE_PLACEHOLDER,
                  column_mappers: ColumnMappers | None = None, topic_naming: TopicNaming | None = None,
                  schema_name_adjustment: str = "none", field_name_adjustment: str = "none",
-                 type_settings: TypeSettings | None = None) -> None:
+                 type_settings: TypeSettings | None = None,
+                 custom_converters: CustomConverters | None = None) -> None:
         self.catalog = catalog
         self.topic_prefix = topic_prefix
         self.delimiter = delimiter
@@ -58,6 +65,8 @@ class SchemaRegistry:
         self.relation_converters = _Converters(include_unknown=include_unknown, type_settings=type_settings,
                                                unavailable_placeholder=unavailable_placeholder, from_relation=True)
         self.column_mappers = column_mappers if column_mappers else None
+        self.custom_converters = custom_converters  # `converters` (headwater.relational.converters)
+        self._custom: ConverterRegistry | None = None  # their instances, made at the first build
         self._by_oid: dict[int, CapturedTable | None] = {}
         self._versions: dict[int, int] = {}
 
@@ -73,14 +82,20 @@ class SchemaRegistry:
         raw = raw_columns if raw_columns is not None else tuple(c.name for c in table.columns if not c.generated)
         topic = self.topic_for(table.id)
         try:
+            if self.custom_converters is not None and self._custom is None:
+                self._custom = self.custom_converters.create()
+            key_columns = (None if self.key_columns is None
+                           else self.key_columns.key_columns(table.id, [c.name for c in table.columns]))
             schema = build_table_schema(
                 table, self.relation_converters if from_relation else self.converters, topic_prefix=self.topic_prefix,
-                source_schema=SOURCE_SCHEMA, key_columns=self.key_columns.get(table.id.identifier()),
+                source_schema=SOURCE_SCHEMA, key_columns=key_columns,
                 column_filter=self.column_filter, raw_columns=raw, mappers=self.column_mappers, topic=topic,
-                schema_names=self.schema_names, field_names=self.field_names,
+                schema_names=self.schema_names, field_names=self.field_names, custom=self._custom,
             )
-        except NamingError as exc:
+        except (NamingError, KeyColumnsError) as exc:
             raise ConnectorError(f"table {table.id.identifier()}: {exc}") from None
+        except PluginError as exc:  # a custom converter failed to load, or while the schema was built
+            raise ConnectorError(str(exc)) from None
         return CapturedTable(table, schema, topic, table.id.identifier(), raw, from_relation)
 
     def load(self, oids: list[int]) -> dict[int, CapturedTable]:
@@ -226,3 +241,20 @@ class _Converters(PostgresValueConverters):
 
     def source_column(self, table: Table, column: Column) -> SourceColumn:
         return pg_source_column(column, from_relation=self.from_relation)
+
+    def raw_default_for(self, table: Table, column: Column) -> Any:
+        """The column's constant default as text (what a custom converter gets for values), or
+        NO_DEFAULT where Debezium parses none: an expression (now(), nextval() but for the 0 it
+        reports for serial columns), a domain, money or bytea, a type without a schema."""
+        pg = column.native
+        if not isinstance(pg, PgType) or column.default_expression is None:
+            return NO_DEFAULT
+        mapping = self._mapping(column)
+        if mapping is None:
+            return NO_DEFAULT
+        schema = mapping[0]
+        if column.default_expression.startswith("nextval(") and schema.type in ("int16", "int32", "int64"):
+            return "0"
+        if pg.name in _NO_DEFAULT_TYPES or pg.is_domain or schema.type in ("struct", "map"):
+            return NO_DEFAULT
+        return parse_default(column.default_expression, str)

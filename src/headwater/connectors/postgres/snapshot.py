@@ -10,6 +10,7 @@ chunk, so memory does not grow with table size.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -23,7 +24,11 @@ from psycopg2 import sql
 from headwater.connectors.postgres.connection import connection_error
 from headwater.connectors.postgres.schemas import CapturedTable
 from headwater.engine.connector import ConnectorError
+from headwater.relational.plugins import PluginError
+from headwater.relational.snapshot_query import CustomSnapshotQuery
 from headwater.relational.table import TableId
+
+log = logging.getLogger(__name__)
 
 _COPY_ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{1,2})|(.))", re.DOTALL)
 _SIMPLE_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
@@ -75,13 +80,84 @@ class SnapshotStopped(Exception):
     """The engine is stopping; the snapshot is abandoned (the next start takes it again)."""
 
 
-def select_statement(captured: CapturedTable, overrides: dict[str, str]) -> sql.Composable:
+def select_statement(captured: CapturedTable, overrides: dict[str, str], conn: Any = None) -> sql.Composable:
+    """The table's SELECT: its custom SELECT in `overrides` (a select override or the custom
+    snapshot query's), else every column. With `conn`, a custom SELECT's result columns are
+    matched to the table's by name (`aligned_select`)."""
     override = overrides.get(captured.collection)
     if override:
-        return sql.SQL(override)
+        return aligned_select(conn, captured, override) if conn is not None else sql.SQL(override)
     table = captured.table
     columns = sql.SQL(", ").join(sql.Identifier(c) for c in captured.raw_columns)
     return sql.SQL("SELECT {} FROM {}").format(columns, sql.Identifier(table.id.schema or "public", table.id.table))
+
+
+def aligned_select(conn: Any, captured: CapturedTable, statement: str) -> sql.Composable:
+    """A custom SELECT whose rows come in `captured.raw_columns` order: as Debezium does with a
+    select override's (or a custom snapshot query's) result set, its columns are matched to the
+    table's by name (exactly, else ignoring case), a table column the query does not return is
+    NULL, and a column the table does not have is an error. The result's names are read with
+    LIMIT 0 (the query is planned, not run); the columns are renamed by position, so duplicate or
+    unnamed result columns cannot make a reference ambiguous."""
+    inner = sql.SQL(statement.strip().rstrip(";"))
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql.SQL("SELECT * FROM ({}) AS headwater_custom LIMIT 0").format(inner))
+            names = [d.name for d in cur.description]
+    except psycopg2.Error as exc:
+        raise connection_error(f"snapshot of table {captured.collection}: the custom SELECT fails", exc) from None
+    exact = {n: i for i, n in enumerate(captured.raw_columns)}
+    folded = {n.lower(): i for i, n in reversed(list(enumerate(captured.raw_columns)))}
+    position: dict[int, int] = {}  # raw column -> result column
+    for result, name in enumerate(names):
+        raw = exact.get(name, folded.get(name.lower()))
+        if raw is None:
+            raise ConnectorError(
+                f"snapshot of table {captured.collection}: the custom SELECT returns column {name!r}, which the "
+                f"table does not have (its columns: {', '.join(captured.raw_columns)})")
+        position.setdefault(raw, result)
+    aliases = [sql.Identifier(f"c{i}") for i in range(len(names))]
+    items = [sql.SQL("q.{}").format(aliases[position[i]]) if i in position else sql.SQL("NULL")
+             for i in range(len(captured.raw_columns))]
+    return sql.SQL("SELECT {} FROM ({}) AS q ({})").format(
+        sql.SQL(", ").join(items), inner, sql.SQL(", ").join(aliases))
+
+
+def select_overrides(config: Any) -> dict[str, str]:
+    """`snapshot.select.statement.overrides`: data collection -> SELECT."""
+    overrides = {}
+    for name in config.get("snapshot.select.statement.overrides") or []:
+        stmt = config.raw.get(f"snapshot.select.statement.overrides.{name}")
+        if stmt:
+            overrides[name] = stmt
+    return overrides
+
+
+def snapshot_selects(config: Any, custom: CustomSnapshotQuery | None, column_filter: Any,
+                     tables: list[CapturedTable]) -> tuple[list[CapturedTable], dict[str, str]]:
+    """(the tables whose rows are snapshotted, their custom SELECTs by data collection). As
+    Debezium decides per table: a `snapshot.select.statement.overrides` entry, else the custom
+    snapshot query's SELECT (snapshot.query.mode=custom; None or blank: the table's rows are not
+    snapshotted), else every column (no entry)."""
+    overrides = select_overrides(config)
+    kept: list[CapturedTable] = []
+    selects: dict[str, str] = {}
+    for captured in tables:
+        statement = overrides.get(captured.collection)
+        if statement is None and custom is not None:
+            try:
+                statement = custom.query(captured.table.id, list(captured.raw_columns), column_filter)
+            except PluginError as exc:
+                raise ConnectorError(str(exc)) from None
+            if statement is None:
+                log.warning("snapshot query %s gave no SELECT for table %s: its rows are not snapshotted (its "
+                            "changes are streamed)", custom.spec, captured.collection)
+                continue
+            log.info("table %s is snapshotted with %s", captured.collection, statement)
+        if statement is not None:
+            selects[captured.collection] = statement
+        kept.append(captured)
+    return kept, selects
 
 
 # `snapshot.isolation.mode` -> the transaction Debezium opens when there is no exported snapshot
@@ -140,7 +216,7 @@ def read_rows(conn: Any, captured: CapturedTable, overrides: dict[str, str], sto
     JDBC query timeout covers executing the SELECT, which returns after the first fetch, so a
     large table is read however long it takes. The session's statement_timeout is lifted for the
     COPY and a timer cancels it instead if no data has arrived in time."""
-    statement = sql.SQL("COPY ({}) TO STDOUT").format(select_statement(captured, overrides))
+    statement = sql.SQL("COPY ({}) TO STDOUT").format(select_statement(captured, overrides, conn))
     timer: threading.Timer | None = None
     timed_out = threading.Event()
 

@@ -100,7 +100,8 @@ def typed_layout(captured: CapturedTable) -> TypedLayout | None:
     out: list[tuple[str, int, pa.DataType]] = []
     for plan in schema.plan:
         field = fields_by_name.get(plan.name)
-        if field is None or plan.mapper is not None or field.default is not NO_DEFAULT \
+        # a custom converter's column (`converters`) has no typed form: its values are the converter's
+        if field is None or plan.mapper is not None or plan.custom or field.default is not NO_DEFAULT \
                 or plan.name.startswith(RESERVED_PREFIX):
             return None
         raw_name = captured.raw_columns[plan.index] if plan.index < len(captured.raw_columns) else None

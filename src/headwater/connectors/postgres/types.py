@@ -470,15 +470,74 @@ def _interval_iso(text: str) -> str:
 
 # --- arrays
 
-def parse_array(text: str, element: Converter, required: bool = False, delimiter: str = ",") -> list[Any]:
-    """A one-dimensional PostgreSQL array literal, e.g. {1,2,NULL} or {"a b","c\\"d"}.
-    `required`: a NULL element cannot be represented (raises _NullArray); `delimiter`: the
-    element type's typdelim (`:` for PostGIS types)."""
+# A multi-dimensional value ({{1,2},{3,4}}, [0:1][1:2]={{...}}) reaches Debezium as pgJDBC's nested
+# Java arrays: each element of the first dimension is a whole sub-array, which no element converter
+# expects (recorded: types_arrays_multidim*). How each element type's sub-arrays come out:
+MULTIDIM_NULL = "null"        # one null per sub-array (numbers, temporals, bool, bytea, hstore, ...)
+MULTIDIM_TEXT = "text"        # one string per sub-array: Debezium writes the Java array's identity
+#                               (`[Ljava.lang.String;@1b2c3d4e`, new on every run); Headwater the
+#                               sub-array's PostgreSQL text (`{a,"b c"}`), see docs/compat.md (Types)
+MULTIDIM_NUMERIC = "numeric"  # MULTIDIM_NULL, but a NaN/±Infinity anywhere nulls the whole value
+MULTIDIM_REQUIRED = "required"  # required elements (unknown types): the whole value is null
+# element types whose Debezium converter takes any object as a string (toString())
+_MULTIDIM_TEXT_ELEMENTS = frozenset({
+    "text", "varchar", "bpchar", "char", "uuid", "json", "jsonb", "inet", "cidr", "macaddr", "macaddr8",
+    "int4range", "int8range", "numrange", "tsrange", "tstzrange", "daterange", "tsvector", "ltree",
+})
+_NUMERIC_LEAVES = re.compile(r"[{},]")
+
+
+def _sub_arrays(text: str) -> list[str]:
+    """The first dimension's sub-arrays of a multi-dimensional literal `{{…},{…}}`, as their text."""
+    out: list[str] = []
+    depth, start, quoted = 0, 0, False
+    i, n = 1, len(text) - 1
+    while i < n:
+        ch = text[i]
+        if quoted:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                out.append(text[start:i + 1])
+        i += 1
+    return out
+
+
+def _multidim(text: str, mode: str) -> list[Any]:
+    """A multi-dimensional value (without its bounds decoration) as Debezium gives it (`mode`)."""
+    if mode == MULTIDIM_REQUIRED:
+        raise _NullArray
+    if mode == MULTIDIM_NUMERIC and not _NUMERIC_SPECIAL.isdisjoint(_NUMERIC_LEAVES.split(text)):
+        raise _NullArray
+    subs = _sub_arrays(text)
+    if mode == MULTIDIM_TEXT:
+        return subs
+    return [None] * len(subs)
+
+
+def parse_array(text: str, element: Converter, required: bool = False, delimiter: str = ",",
+                multidim: str | Callable[[str], list[Any]] = MULTIDIM_NULL) -> list[Any]:
+    """A PostgreSQL array literal, e.g. {1,2,NULL} or {"a b","c\\"d"}; bounds decorations
+    (`[0:2]={…}`) are dropped. `required`: a NULL element cannot be represented (raises
+    _NullArray); `delimiter`: the element type's typdelim (`:` for PostGIS types); `multidim`: what a
+    multi-dimensional value gives (a MULTIDIM_* mode, or a function of its text)."""
     if not text.startswith("{"):
-        # a lower bound decoration like [0:1]={...}
+        # a bounds decoration like [0:1]={...} or [0:1][1:2]={{...}}
         text = text[text.index("=") + 1:]
     if text == "{}":
         return []
+    if text.startswith("{{"):  # an element that starts with `{` is quoted: a sub-array
+        return multidim(text) if callable(multidim) else _multidim(text, multidim)
     out: list[Any] = []
     i, n = 1, len(text) - 1
     while i < n:
@@ -510,20 +569,27 @@ def parse_array(text: str, element: Converter, required: bool = False, delimiter
 
 
 def _array_converter(element: Converter, *, required: bool = False, nullable: bool = False,
-                     delimiter: str = ",") -> Converter:
+                     delimiter: str = ",", multidim: str | Callable[[str], list[Any]] = MULTIDIM_NULL,
+                     not_null_multidim: str | Callable[[str], list[Any]] | None = None) -> Converter:
     """Array text -> list. `nullable`: an element Debezium cannot convert (a required element
-    that is NULL, NaN where no decimal can hold it) makes the whole value null, as in Debezium."""
-    if not (required or nullable):
-        if delimiter != ",":
-            return lambda text: parse_array(text, element, False, delimiter)
+    that is NULL, NaN where no decimal can hold it) makes the whole value null, as in Debezium.
+    `not_null_multidim`: what a multi-dimensional value gives in a NOT NULL column where `multidim`
+    would null it (Debezium stops there; see PostgresValueConverters.converter_for)."""
+    if not (required or nullable or multidim in (MULTIDIM_NUMERIC, MULTIDIM_REQUIRED)):
+        if delimiter != "," or multidim != MULTIDIM_NULL:
+            return lambda text: parse_array(text, element, False, delimiter, multidim)
         return lambda text: parse_array(text, element)
 
     def convert(text: str) -> list[Any] | None:
         try:
-            return parse_array(text, element, required, delimiter)
+            return parse_array(text, element, required, delimiter, multidim)
         except _NullArray:
             return None
-    return _may_be_null(convert)
+    converter = _may_be_null(convert)
+    if not_null_multidim is not None:
+        converter.not_null = _array_converter(  # type: ignore[attr-defined]
+            element, required=required, nullable=nullable, delimiter=delimiter, multidim=not_null_multidim)
+    return converter
 
 
 # --- numbers
@@ -958,11 +1024,13 @@ def _array(pg: PgType, element: PgType, settings: TypeSettings, include_unknown:
         # bit(n)[] gets the Bits schema of a bit(n) column and no converter that can fill it
         return (Schema("bytes", name="io.debezium.data.Bits", version=1,
                        parameters={"length": str(_bit_length(element))}), _may_be_null(_always_null))
-    if element.kind == "e":
-        # the Enum element schema is not optional: a NULL element fails the whole array (null)
+    if element.kind == "e" or name == "tsvector":
+        # the Enum and Tsvector element schemas (Debezium's generic array path) are not optional:
+        # a NULL element fails the whole array (null)
         items = Schema("string", name="io.debezium.data.Enum", version=1,
-                       parameters={"allowed": ",".join(element.enum_labels)})
-        return Schema("array", items=items), _array_converter(str, required=True)
+                       parameters={"allowed": ",".join(element.enum_labels)}) if element.kind == "e" \
+            else _SIMPLE["tsvector"][0]
+        return Schema("array", items=items), _array_converter(str, required=True, multidim=MULTIDIM_TEXT)
     inner = None if element.is_domain or element.kind == "c" else _scalar(element, settings, streaming, True)
     if inner is None:
         # Debezium finds no element schema (domains, composites, unknown types): opaque bytes of
@@ -970,13 +1038,25 @@ def _array(pg: PgType, element: PgType, settings: TypeSettings, include_unknown:
         if not include_unknown:
             return None
         items = _binary_schema(settings.binary_mode)
-        return Schema("array", items=items), _array_converter(_unknown_converter(element, settings.binary_mode),
-                                                               required=True)
+        unknown = _unknown_converter(element, settings.binary_mode)
+        # a multi-dimensional value is null (Debezium: a null element); in a NOT NULL column, where
+        # Debezium stops, each sub-array's text as an element (docs/compat.md, Types)
+        return Schema("array", items=items), _array_converter(
+            unknown, required=True, multidim=MULTIDIM_REQUIRED,
+            not_null_multidim=lambda text: [unknown(sub) for sub in _sub_arrays(text)])
     item_schema, item_conv = inner
     nullable = name == "numeric"  # NaN/±Infinity elements make the array null in every decimal mode
     delimiter = ":" if name in ("geometry", "geography") else ","
+    if nullable:
+        # NaN anywhere in a multi-dimensional value nulls it too; in a NOT NULL column, where
+        # Debezium stops, one null per sub-array as for any other value (docs/compat.md, Types)
+        multidim, not_null = MULTIDIM_NUMERIC, MULTIDIM_NULL
+    else:
+        multidim = MULTIDIM_TEXT if name in _MULTIDIM_TEXT_ELEMENTS else MULTIDIM_NULL
+        not_null = None
     return (Schema("array", items=_optional(item_schema)),
-            _array_converter(item_conv, nullable=nullable, delimiter=delimiter))
+            _array_converter(item_conv, nullable=nullable, delimiter=delimiter, multidim=multidim,
+                             not_null_multidim=not_null))
 
 
 def schema_and_converter(pg: PgType, *, include_unknown: bool = False, settings: TypeSettings | None = None,
@@ -1131,6 +1211,9 @@ class PostgresValueConverters:
         mapping = self._mapping(column)
         assert mapping is not None
         convert = mapping[1]
+        if not column.optional:
+            # arrays: a multi-dimensional value that would be null gets a value instead
+            convert = getattr(convert, "not_null", convert)
         if column.optional or not getattr(convert, "may_be_null", False):
             return convert
         name = column.name

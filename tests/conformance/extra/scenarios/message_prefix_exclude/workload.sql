@@ -1,0 +1,17 @@
+SELECT pg_logical_emit_message(false, 'debug', 'dropped');
+SELECT pg_logical_emit_message(false, 'debug.sql', 'dropped');
+SELECT pg_logical_emit_message(false, 'Debug.Y', 'dropped: matched case-insensitively');
+SELECT pg_logical_emit_message(false, 'app.debug', 'kept: anchored at the start');
+SELECT pg_logical_emit_message(false, 'noise', 'dropped');
+SELECT pg_logical_emit_message(false, 'noise2', 'kept: anchored at the end');
+SELECT pg_logical_emit_message(false, '', 'kept: empty prefix');
+BEGIN;
+INSERT INTO public.t VALUES (2, 'two');
+SELECT pg_logical_emit_message(true, 'debug.tx', 'dropped: transactional');
+SELECT pg_logical_emit_message(true, 'audit', 'kept: transactional');
+UPDATE public.t SET v = 'deux' WHERE id = 2;
+COMMIT;
+BEGIN;
+SELECT pg_logical_emit_message(true, 'NOISE', 'dropped: the only change of its transaction');
+COMMIT;
+DELETE FROM public.t WHERE id = 1;

@@ -1,0 +1,18 @@
+SELECT pg_logical_emit_message(false, 'app.one', 'kept: non-transactional');
+SELECT pg_logical_emit_message(false, 'other', 'dropped: non-transactional');
+SELECT pg_logical_emit_message(false, 'myapp.one', 'dropped: anchored at the start');
+SELECT pg_logical_emit_message(false, 'audit', 'kept: matched case-insensitively');
+SELECT pg_logical_emit_message(false, 'Audit', 'kept too');
+SELECT pg_logical_emit_message(false, 'audit2', 'dropped: anchored at the end');
+SELECT pg_logical_emit_message(false, 'app', 'dropped: app\..* needs the dot');
+SELECT pg_logical_emit_message(false, '', 'dropped: empty prefix');
+BEGIN;
+INSERT INTO public.t VALUES (2, 'two');
+SELECT pg_logical_emit_message(true, 'app.tx', 'kept: transactional');
+SELECT pg_logical_emit_message(true, 'nope', 'dropped: transactional');
+INSERT INTO public.t VALUES (3, 'three');
+COMMIT;
+BEGIN;
+SELECT pg_logical_emit_message(true, 'nope', 'dropped: the only change of its transaction');
+COMMIT;
+UPDATE public.t SET v = 'uno' WHERE id = 1;
