@@ -96,7 +96,8 @@ class RunningCapture:
 class HeadwaterRun:
     """`headwater run` as a subprocess, on a Debezium Server `application.properties` written from
     connector properties: the way a user runs it. Converter properties (`key.converter.X`) are
-    written as Debezium Server's `debezium.format.key.X`."""
+    written as Debezium Server's `debezium.format.key.X`; backslashes are escaped, as Java's
+    Properties.store writes them."""
 
     def __init__(self, props: Mapping[str, str], out: Path) -> None:
         self.out = out
@@ -106,6 +107,7 @@ class HeadwaterRun:
         self.log = self.workdir / "headwater.log"
         lines = []
         for key, value in props.items():
+            value = value.replace("\\", "\\\\")  # a .properties file reads `\.` as `.`: written as `\\.`
             part, _, rest = key.partition(".converter.")
             if rest and part in ("key", "value", "header"):
                 lines.append(f"debezium.format.{part}.{rest}={value}")

@@ -162,3 +162,13 @@ def test_two_columns_adjusted_to_the_same_field_name_are_an_error() -> None:
     with pytest.raises(NamingError, match="conflicts"):
         build_table_schema(table, _TextConverters(), topic_prefix="srv", source_schema=OPTIONAL_STRING,
                            field_names=NameAdjuster("avro", fields=True))
+
+
+def test_a_key_column_left_out_of_the_value_is_refused_with_the_reason() -> None:
+    from headwater.relational.filters import ColumnFilter
+    from headwater.relational.key_mapper import KeyColumnsError
+
+    table = Table(TableId(None, "public", "t"), (Column("id", 1, "text"), Column("v", 2, "text")), ("id",))
+    with pytest.raises(KeyColumnsError, match="key column\\(s\\) id are left out of the value"):
+        build_table_schema(table, _TextConverters(), topic_prefix="srv", source_schema=OPTIONAL_STRING,
+                           column_filter=ColumnFilter.build(None, ["public.t.id"]))

@@ -18,6 +18,7 @@ from headwater.model.schema import NO_DEFAULT, Schema, replace, struct
 from headwater.relational.column_mappers import UNSET_LENGTH, ColumnMappers, default_source_column
 from headwater.relational.converters import ConverterRegistry, Registered, RelationalColumn, value_function
 from headwater.relational.filters import ColumnFilter
+from headwater.relational.key_mapper import KeyColumnsError
 from headwater.relational.plugins import PluginError
 from headwater.relational.table import Column, Table
 from headwater.relational.topic_naming import NameAdjuster
@@ -215,6 +216,15 @@ def build_table_schema(
     key_schema = None
     key_columns_kept = [k for k in keys if k in key_field_schemas]
     key_fields = [adjust_field(k) for k in key_columns_kept]
+    in_value = {name for name, _ in fields}
+    left_out = [k for k, f in zip(key_columns_kept, key_fields) if f not in in_value]
+    if left_out:
+        # Debezium keeps such a column in the key (read from the full tuple when streaming, the
+        # type's zero in the snapshot); Headwater builds keys from the value's fields
+        raise KeyColumnsError(
+            f"key column(s) {', '.join(left_out)} are left out of the value by column.include.list/"
+            "column.exclude.list; Headwater cannot build the key without them: capture them, or key the table "
+            "on captured columns with message.key.columns")
     if key_fields:
         key_schema = struct(adjust_schema(f"{base}.Key"),
                             [(adjust_field(k), key_field_schemas[k]) for k in key_columns_kept])

@@ -97,6 +97,10 @@ def _init_worker(builder_settings: Any, serializer_settings: SerializerSettings,
     die_with_parent()
     if os.getppid() != parent:  # the parent died before the request above took effect
         os._exit(1)
+    # A process group of its own: Ctrl-C in a terminal and a stop that signals the whole group
+    # (`kill -TERM -PGID`, systemd's default KillMode) reach the runner only, which drains through
+    # its workers before it exits; the workers die with it (above).
+    os.setpgrp()
     tune_allocator()
     # a spawned process starts without logging handlers: warnings of the builder (e.g. an event
     # skipped per event.processing.failure.handling.mode=warn) go to stderr like the runner's
