@@ -39,6 +39,15 @@ def base_properties(db: Any, workdir: Path, slot: str, **extra: str) -> dict[str
     return props
 
 
+def spark_properties(db: Any, workdir: Path, slot: str, **extra: str) -> dict[str, str]:
+    """`base_properties` for the Spark source and its feed, whose checkpoint is the offset store:
+    without the offset file settings."""
+    props = base_properties(db, workdir, slot, **extra)
+    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
+        props.pop(key)
+    return props
+
+
 class Capture(Protocol):
     """Headwater writing the jsonl sink `out`, in this process or as `headwater run`."""
 

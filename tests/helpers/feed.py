@@ -12,7 +12,7 @@ from typing import Any
 from headwater.config import from_properties
 from headwater.connectors.postgres.feed import PgChangeFeed
 from headwater.embedded.postgres import drop_replication_slot
-from helpers.capture import base_properties
+from helpers.capture import spark_properties
 
 
 @contextmanager
@@ -20,9 +20,7 @@ def streaming_feed(pg_db: Any, tmp_path: Path, **properties: str) -> Iterator[tu
     """(feed, start offset) on a new slot that streams from now (snapshot.mode=no_data); the feed
     is closed and the slot dropped afterwards."""
     slot = f"hw_feed_{uuid.uuid4().hex[:10]}"
-    props = base_properties(pg_db, tmp_path, slot, **{"snapshot.mode": "no_data", **properties})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path, slot, **{"snapshot.mode": "no_data", **properties})
     feed = PgChangeFeed(from_properties(props).connector)
     try:
         yield feed, feed.initial_offset()

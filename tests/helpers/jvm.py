@@ -15,13 +15,23 @@ from contextlib import contextmanager
 
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 _VAR = "JAVA_TOOL_OPTIONS"
-_BEFORE = os.environ.get(_VAR)  # what the environment had before the tests added C1_ONLY
+# What the environment had before the tests added C1_ONLY, kept in the environment too: pytest-xdist's
+# workers inherit the controller's environment, C1_ONLY included, and must still know the original
+# (without it every worker's Spark session ran on C1 alone, in a 48 MB code cache that a long test
+# session filled: "Out of space in CodeCache for adapters").
+_ORIGINAL = "HEADWATER_TESTS_JAVA_TOOL_OPTIONS"
 
 
 def short_lived_jvms() -> None:
     """C1 only for every JVM started from now on (by this process and its children)."""
-    if C1_ONLY not in os.environ.get(_VAR, ""):
-        os.environ[_VAR] = f"{os.environ.get(_VAR, '')} {C1_ONLY}".strip()
+    current = os.environ.get(_VAR)
+    os.environ.setdefault(_ORIGINAL, current or "")
+    if C1_ONLY not in (current or ""):
+        os.environ[_VAR] = f"{current or ''} {C1_ONLY}".strip()
+
+
+def _original() -> str | None:
+    return os.environ.get(_ORIGINAL) or None
 
 
 def _put(value: str | None) -> None:
@@ -35,7 +45,7 @@ def _put(value: str | None) -> None:
 def tiered_jvm() -> Iterator[None]:
     """Launch a long-lived JVM inside this block: the environment as it was before the tests."""
     saved = os.environ.get(_VAR)
-    _put(_BEFORE)
+    _put(_original())
     try:
         yield
     finally:

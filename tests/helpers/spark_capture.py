@@ -117,14 +117,12 @@ def run_scenario_through_spark(spark: Any, scenario: Path, golden: Path, pg_db: 
     """The conformance protocol through the Spark source (records built in the executors): setup,
     the first batch (the snapshot), workload, sentinel; then both sides normalized. The records
     must come in position order."""
-    from helpers.capture import base_properties, drop_sentinels
+    from helpers.capture import drop_sentinels, spark_properties
     from helpers.conformance import normalize, read_props
 
     name = scenario.name
     pg_db.psql(scenario / "setup.sql")
-    props = base_properties(pg_db, tmp_path, f"hws_{name}"[:60], **read_props(scenario / "props.txt"))
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)  # Spark's checkpoint is the offset store
+    props = spark_properties(pg_db, tmp_path, f"hws_{name}"[:60], **read_props(scenario / "props.txt"))
     # Spark lower-cases option names: a name with a case-sensitive part (a hash salt) goes into the
     # `properties` option, as docs/spark.md tells users
     kept = {k: props.pop(k) for k in [k for k in props if k != k.lower()]}

@@ -11,13 +11,11 @@ import pytest
 from headwater.config import from_properties
 from headwater.connectors.postgres.feed import PHASE_SNAPSHOT, PgChangeFeed
 from headwater.engine.connector import ConnectorError
-from helpers.capture import base_properties
+from helpers.capture import spark_properties
 
 
 def _feed(pg_db, tmp_path: Path, slot: str, **extra: str) -> PgChangeFeed:
-    props = base_properties(pg_db, tmp_path, slot, **{"slot.drop.on.stop": "false", **extra})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path, slot, **{"slot.drop.on.stop": "false", **extra})
     return PgChangeFeed(from_properties(props).connector, snapshot_chunk_rows=10)
 
 

@@ -10,7 +10,7 @@ from psycopg2 import sql
 
 from headwater.config import from_properties
 from headwater.connectors.postgres.feed import PgChangeFeed, _sampled_key_bounds
-from helpers.capture import base_properties
+from helpers.capture import spark_properties
 
 ROWS, CHUNK = 60_000, 5_000
 
@@ -28,9 +28,7 @@ def test_a_large_table_is_cut_by_sampled_keys_into_chunks_of_about_the_size(pg_d
     finally:
         conn.close()
 
-    props = base_properties(pg_db, tmp_path, f"hw_cb_{uuid.uuid4().hex[:10]}", **{"slot.drop.on.stop": "true"})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path, f"hw_cb_{uuid.uuid4().hex[:10]}", **{"slot.drop.on.stop": "true"})
     feed = PgChangeFeed(from_properties(props).connector, snapshot_chunk_rows=CHUNK)
     try:
         start = feed.initial_offset()

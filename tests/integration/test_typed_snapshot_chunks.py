@@ -13,13 +13,11 @@ import pytest
 from headwater.config import from_properties
 from headwater.connectors.postgres import typed_snapshot
 from headwater.connectors.postgres.feed import PgChangeFeed
-from helpers.capture import base_properties
+from helpers.capture import spark_properties
 
 
 def _chunks(pg_db, tmp_path: Path, rows: int = 10) -> tuple[PgChangeFeed, list]:
-    props = base_properties(pg_db, tmp_path, f"hw_tc_{uuid.uuid4().hex[:10]}", **{"slot.drop.on.stop": "true"})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path, f"hw_tc_{uuid.uuid4().hex[:10]}", **{"slot.drop.on.stop": "true"})
     feed = PgChangeFeed(from_properties(props).connector, snapshot_chunk_rows=rows)
     start = feed.initial_offset()
     return feed, feed.plan(start, feed.latest(start, None))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.capture import base_properties
+from helpers.capture import spark_properties
 from helpers.processes import wait_while_running
 
 HEADWATER = Path(sys.executable).with_name("headwater")
@@ -24,9 +24,7 @@ def _cluster_pipeline(pg_db, tmp_path: Path, slot: str, table: str, sink: dict,
                       trigger: dict | None = None) -> list[str]:
     """The `headwater pipeline` command for one table on `local-cluster` (an availableNow run
     unless `trigger` says otherwise)."""
-    props = base_properties(pg_db, tmp_path, slot, **{"table.include.list": table})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path, slot, **{"table.include.list": table})
     props["snapshotChunkRows"] = "1000"  # three snapshot chunks of 2,500 rows, read by the executors
     pipeline = tmp_path / "pipeline.yaml"
     pipeline.write_text(yaml.safe_dump({

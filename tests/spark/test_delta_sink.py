@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from helpers.capture import base_properties
+from helpers.capture import spark_properties
 from helpers.spark_capture import SparkCapture, wait_first_batch
 from helpers.spark_jobs import jobs_of_finished_executions
 
@@ -488,9 +488,7 @@ def test_postgres_through_spark_into_delta_equals_the_tables(spark, pg_db, tmp_p
     pg_db.psql(SETUP)
     slot = f"hw_delta_e2e_{value_format}"
     # truncates are skipped by default (Debezium's skipped.operations=t)
-    props = base_properties(pg_db, tmp_path, slot, **{"slot.drop.on.stop": "false", "skipped.operations": "none"})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path, slot, **{"slot.drop.on.stop": "false", "skipped.operations": "none"})
     props["valueFormat"] = value_format
     rng = random.Random(20261122)
     ids = set(range(1, 61))

@@ -29,7 +29,7 @@ from headwater.spark.kafka_topics import debezium_records, kafka_source_options,
 from headwater.spark.pipeline import Pipeline, PipelineSpec, SinkSpec
 from headwater.spark.sinks.kafka import KafkaSink, producer_options
 from headwater.spark.source import SCHEMA
-from helpers.capture import base_properties
+from helpers.capture import spark_properties
 from helpers.conformance import assert_events_equal, normalize, read_props, serialized
 from helpers.spark_capture import RunningPipeline, wait_first_batch
 
@@ -325,9 +325,7 @@ def test_postgres_to_kafka_matches_debezium(name, spark, kafka, pg_db, tmp_path)
     scenario = SCENARIOS / name
     pg_db.psql(scenario / "setup.sql")
     slot = f"hwk_{name}"
-    props = base_properties(pg_db, tmp_path, slot, **read_props(scenario / "props.txt"))
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)  # Spark's checkpoint is the offset store
+    props = spark_properties(pg_db, tmp_path, slot, **read_props(scenario / "props.txt"))
     pipeline = KafkaPipeline(spark, kafka, props, tmp_path / "checkpoint")
     try:
         wait_first_batch(pipeline.query)
@@ -360,9 +358,7 @@ def test_replayed_batch_keeps_every_change_in_order_per_key(spark, kafka, pg_db,
     pg_db.psql(scenario / "setup.sql")
     prefix = f"replay{uuid.uuid4().hex[:8]}"  # topics of their own; renamed back to compare
     slot = "hwk_replay"
-    props = base_properties(pg_db, tmp_path, slot, **{"topic.prefix": prefix, "slot.drop.on.stop": "false"})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path, slot, **{"topic.prefix": prefix, "slot.drop.on.stop": "false"})
     checkpoint = tmp_path / "checkpoint"
     crashed = threading.Event()
 
@@ -415,11 +411,9 @@ def test_a_hung_broker_fails_the_batch_and_the_restarted_query_delivers_it(spark
     pg_db.execute("CREATE TABLE hung (id int PRIMARY KEY, v text)")
     pg_db.execute("INSERT INTO hung SELECT g, 'row ' || g FROM generate_series(1, 20) g")
     prefix = f"hung{uuid.uuid4().hex[:8]}"
-    props = base_properties(pg_db, tmp_path, "hwk_hung", **{"topic.prefix": prefix,
-                                                            "retriable.restart.connector.wait.ms": "200",
-                                                            "errors.retry.delay.initial.ms": "200"})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path, "hwk_hung", **{"topic.prefix": prefix,
+                                                              "retriable.restart.connector.wait.ms": "200",
+                                                              "errors.retry.delay.initial.ms": "200"})
     # a producer that gives up within seconds (the defaults: 2 minutes)
     sink = SinkSpec("kafka", {"bootstrap.servers": kafka.bootstrap_servers, "kafka.delivery.timeout.ms": "3000",
                               "kafka.request.timeout.ms": "1000", "kafka.max.block.ms": "3000"})

@@ -16,7 +16,7 @@ from headwater.config import ConfigError
 from headwater.embedded.postgres import drop_replication_slot
 from headwater.spark.failures import failure_reason
 from headwater.spark.pipeline import Pipeline, PipelineFailed, PipelineSpec, load_pipeline, parse_pipeline
-from helpers.capture import base_properties, drop_sentinels
+from helpers.capture import drop_sentinels, spark_properties
 from helpers.conformance import assert_events_equal, normalize
 from helpers.spark_capture import RunningPipeline
 
@@ -45,9 +45,7 @@ def _read_topics(directory: Path) -> dict[str, list[dict]]:
 def test_pipeline_writes_debezium_records_per_topic_and_batch(spark, pg_db, tmp_path, caplog):
     scenario = CONFORMANCE / "scenarios" / "basic_crud"
     pg_db.psql(scenario / "setup.sql")
-    props = base_properties(pg_db, tmp_path, "hwp_basic")
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path, "hwp_basic")
     spec = load_pipeline(_pipeline_file(tmp_path, props))
     caplog.set_level(logging.INFO, logger="headwater.spark.pipeline")
     Pipeline(spec, spark=spark).start().await_termination(300)   # the snapshot
@@ -126,9 +124,7 @@ def _gone_pipeline(spark, pg_db, tmp_path: Path, **extra: str) -> tuple[Path, Pi
     """A table, a pipeline that snapshotted it (slot hwp_gone), and the slot dropped since."""
     pg_db.execute("CREATE TABLE gone (id int PRIMARY KEY, v text)")
     pg_db.execute("INSERT INTO gone VALUES (1, 'a'), (2, 'b')")
-    props = base_properties(pg_db, tmp_path, "hwp_gone", **extra)
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path, "hwp_gone", **extra)
     spec = load_pipeline(_pipeline_file(tmp_path, props))
     Pipeline(spec, spark=spark).start().await_termination(300)
     conn = pg_db.connect()  # the stopped query's walsender may still be exiting
@@ -204,11 +200,9 @@ def _terminate_walsender(pg_db: Any, slot: str) -> None:
 def _lost_pipeline(pg_db: Any, tmp_path: Path, slot: str, **extra: str) -> PipelineSpec:
     pg_db.execute("CREATE TABLE lost (id int PRIMARY KEY, v text)")
     pg_db.execute("INSERT INTO lost SELECT g, 'snapshot' FROM generate_series(1, 3) g")
-    props = base_properties(pg_db, tmp_path, slot, **{"slot.drop.on.stop": "false",
-                                                     "retriable.restart.connector.wait.ms": "200",
-                                                     "errors.retry.delay.initial.ms": "200", **extra})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path, slot, **{"slot.drop.on.stop": "false",
+                                                      "retriable.restart.connector.wait.ms": "200",
+                                                      "errors.retry.delay.initial.ms": "200", **extra})
     return load_pipeline(_pipeline_file(tmp_path, props, trigger={"processingTime": "300 milliseconds"}))
 
 

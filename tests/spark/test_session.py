@@ -130,3 +130,13 @@ def test_the_code_cache_has_room_for_the_adapters_of_a_long_run(spark):
     bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
         jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
     assert int(bean.getVMOption("NonNMethodCodeHeapSize").getValue()) >= 32 << 20
+
+
+def test_the_test_sessions_jvm_compiles_with_c2_and_a_segmented_code_cache(spark):
+    """The tests run every other JVM on C1 alone (helpers/jvm.py), but not the session each test
+    worker keeps for the whole run, also under pytest-xdist, whose workers inherit the controller's
+    C1 setting: C1 alone has a 48 MB code cache without the non-method segment build_session sizes."""
+    jvm = spark.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert "-XX:TieredStopAtLevel=1" not in arguments, arguments
+    assert "-XX:NonNMethodCodeHeapSize=32m" in arguments

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.capture import base_properties, drop_sentinels
+from helpers.capture import drop_sentinels, spark_properties
 from helpers.conformance import EXTRA_GOLDEN, EXTRA_SCENARIOS, assert_events_equal
 from helpers.spark_capture import SparkCapture, run_scenario_through_spark, wait_first_batch
 
@@ -27,10 +27,8 @@ def test_begin_of_interleaved_transactions_keeps_position_order(spark, pg_db, tm
     transaction sent earlier: its record must still sort after that transaction's records (its
     position is message 0 of its own transaction), and it has its first change's LSN in its id."""
     pg_db.execute("CREATE TABLE public.keep (id int PRIMARY KEY); CREATE TABLE public.other (id int PRIMARY KEY)")
-    props = base_properties(pg_db, tmp_path, "hws_interleaved", **{
+    props = spark_properties(pg_db, tmp_path, "hws_interleaved", **{
         "provide.transaction.metadata": "true", "table.include.list": r"public\.keep"})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)  # Spark's checkpoint is the offset store
     capture = SparkCapture(spark, props, tmp_path / "checkpoint").start()
     try:
         wait_first_batch(capture.query)

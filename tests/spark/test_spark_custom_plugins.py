@@ -21,7 +21,7 @@ import yaml
 
 from headwater.embedded.postgres import drop_replication_slot
 from headwater.spark.pipeline import Pipeline, load_pipeline
-from helpers.capture import base_properties, drop_sentinels
+from helpers.capture import drop_sentinels, spark_properties
 from helpers.spark_capture import SparkCapture, conformance_line, wait_first_batch
 
 SETUP = """
@@ -62,9 +62,7 @@ CONVERTERS = {
 
 
 def _source_props(pg_db: Any, tmp_path: Path, slot: str, **extra: str) -> dict[str, str]:
-    props = base_properties(pg_db, tmp_path, slot, **extra)
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)  # Spark's checkpoint is the offset store
+    props = spark_properties(pg_db, tmp_path, slot, **extra)
     return props
 
 

@@ -14,7 +14,7 @@ import yaml
 
 from headwater.embedded.postgres import drop_replication_slot
 from headwater.spark.pipeline import Pipeline, load_pipeline
-from helpers.capture import base_properties
+from helpers.capture import spark_properties
 
 SETUP = r"""
 CREATE TYPE color AS ENUM ('red', 'green');
@@ -39,9 +39,7 @@ WANT = {
 
 
 def _pipeline(spark, pg_db, tmp_path: Path) -> Pipeline:
-    props = base_properties(pg_db, tmp_path / "run", "hw_md_spark", **{"slot.drop.on.stop": "false"})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path / "run", "hw_md_spark", **{"slot.drop.on.stop": "false"})
     doc = {"source": props, "sinks": [{"type": "delta", "path": "lake"}], "checkpoint": "checkpoint",
            "trigger": {"availableNow": True}, "name": "multidim-arrays"}
     path = tmp_path / "run" / "pipeline.yaml"

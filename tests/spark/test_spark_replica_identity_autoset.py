@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers.capture import base_properties, drop_sentinels
+from helpers.capture import drop_sentinels, spark_properties
 from helpers.spark_capture import SparkCapture, wait_first_batch
 
 
@@ -21,10 +21,8 @@ def test_spark_source_sets_identities_when_streaming_starts(spark: Any, pg_db: A
         INSERT INTO full_me VALUES (1, 'one', 10), (2, 'two', 20);
         INSERT INTO by_index VALUES (1, 'c1', 'n1');
     """)
-    props = base_properties(pg_db, tmp_path, "hws_ri_autoset", **{
+    props = spark_properties(pg_db, tmp_path, "hws_ri_autoset", **{
         "replica.identity.autoset.values": "public.full_me:FULL,public.by_index:INDEX by_index_code"})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)  # Spark's checkpoint is the offset store
     capture = SparkCapture(spark, props, tmp_path / "checkpoint").start()
     try:
         wait_first_batch(capture.query)

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from headwater.embedded.postgres import drop_replication_slot
 from headwater.spark.pipeline import Pipeline, load_pipeline
-from helpers.capture import base_properties
+from helpers.capture import spark_properties
 
 SETUP = r"""
 CREATE TABLE typed_all (
@@ -74,10 +74,8 @@ SNAPSHOT_SOURCE = ("ts_ms", "ts_us", "ts_ns", "lsn", "sequence", "txId")
 
 
 def _pipeline(spark, pg_db, tmp_path: Path, name: str, delivery: str | None) -> Pipeline:
-    props = base_properties(pg_db, tmp_path / name, f"hw_tc_{name}",
-                            **{"slot.drop.on.stop": "false", "skipped.operations": "none"})  # truncates too
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path / name, f"hw_tc_{name}",
+                             **{"slot.drop.on.stop": "false", "skipped.operations": "none"})  # truncates too
     if delivery is not None:
         props["snapshotDelivery"] = props["streamDelivery"] = delivery
     props["streamTaskMessages"] = "8"  # several tasks: typed runs and events of one key in different tasks

@@ -11,7 +11,7 @@ import yaml
 
 from headwater.embedded.postgres import drop_replication_slot
 from headwater.spark.pipeline import Pipeline, load_pipeline
-from helpers.capture import base_properties
+from helpers.capture import spark_properties
 
 SETUP = r"""
 CREATE TABLE typed_all (
@@ -46,9 +46,7 @@ SOURCE_TIMES = ("ts_ms", "ts_us", "ts_ns", "lsn", "sequence", "txId")
 
 def _run(spark, pg_db, tmp_path: Path, name: str, delivery: str | None,
          extra_sinks: list[dict] | None = None) -> tuple[Path, Pipeline]:
-    props = base_properties(pg_db, tmp_path / name, f"hw_typed_{name}", **{"slot.drop.on.stop": "true"})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path / name, f"hw_typed_{name}", **{"slot.drop.on.stop": "true"})
     props["snapshotChunkRows"] = "2"  # several chunks per table: first/last markers and positions per chunk
     if delivery is not None:
         props["snapshotDelivery"] = delivery
@@ -141,9 +139,7 @@ def test_a_typed_snapshot_batch_replayed_after_a_crash_converges(spark, pg_db, t
 
     pg_db.execute("CREATE TABLE acct (id int PRIMARY KEY, owner text, balance numeric(10,2))")
     pg_db.execute("INSERT INTO acct SELECT g, 'o' || g, g * 10 FROM generate_series(1, 9) g")
-    props = base_properties(pg_db, tmp_path, "hw_typed_replay", **{"slot.drop.on.stop": "false"})
-    for key in ("offset.storage.file.filename", "offset.flush.interval.ms"):
-        props.pop(key)
+    props = spark_properties(pg_db, tmp_path, "hw_typed_replay", **{"slot.drop.on.stop": "false"})
     props["snapshotChunkRows"] = "4"
     doc = {"source": props, "sinks": [{"type": "delta", "path": "lake"}], "checkpoint": "checkpoint",
            "trigger": {"availableNow": True}}

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from headwater.model.schema import Schema
-from headwater.relational.plugins import PluginError, instantiate, load_class
+from headwater.relational.plugins import PluginError, error_reason, instantiate, load_class
 
 CONVERTER_METHODS = ("configure", "converter_for")
 
@@ -126,21 +126,13 @@ class CustomConverters:
 
     @classmethod
     def from_config(cls, config: Any) -> CustomConverters | None:
-        """From `converters` and `<name>.*`; None when none are configured. Loads every class, so
-        a wrong name fails here (at start), not in the first event."""
-        names = config.get("converters") or []
-        if not names:
-            return None
+        """From `converters` and `<name>.*`; None when none are configured. The configuration's
+        validation has checked that every `<name>.type` is there and names a converter class."""
         specs = []
-        for name in names:
+        for name in config.get("converters") or []:
             props = config.with_prefix(f"{name}.")
-            spec = props.get("type")
-            if not spec or not spec.strip():
-                raise PluginError(f"missing required property '{name}.type': the implementation of custom "
-                                  f"converter '{name}' (listed in 'converters')")
-            load_class(spec, f"{name}.type", "custom converter", CONVERTER_METHODS)
-            specs.append(ConverterSpec(name, spec, tuple(sorted(props.items()))))
-        return cls(tuple(specs))
+            specs.append(ConverterSpec(name, props["type"], tuple(sorted(props.items()))))
+        return cls(tuple(specs)) if specs else None
 
     def create(self) -> ConverterRegistry:
         """The converter instances, created and configured once per process."""
@@ -165,7 +157,7 @@ class ConverterRegistry:
             try:
                 instance.configure(dict(spec.properties))
             except Exception as exc:
-                raise PluginError(f"{spec.label}: configure() failed: {_reason(exc)}") from None
+                raise PluginError(f"{spec.label}: configure() failed: {error_reason(exc)}") from None
             self.instances.append((spec, instance))
 
     def converter_for(self, column: RelationalColumn) -> Registered | None:
@@ -178,7 +170,7 @@ class ConverterRegistry:
                 raise PluginError(f"column {column.data_collection}.{column.name}: {exc}") from None
             except Exception as exc:
                 raise PluginError(f"{spec.label}: converter_for() failed for column {column.data_collection}."
-                                  f"{column.name}: {_reason(exc)}") from None
+                                  f"{column.name}: {error_reason(exc)}") from None
             if registration.schema is not None and registration.converter is not None:
                 return Registered(spec.label, registration.schema, registration.converter)
         return None
@@ -201,14 +193,9 @@ def value_function(registered: Registered, column_label: str, *, optional: bool,
         try:
             out = user(value)
         except Exception as exc:
-            raise ConversionError(f"{label} failed on column {column_label}: {_reason(exc)}") from None
+            raise ConversionError(f"{label} failed on column {column_label}: {error_reason(exc)}") from None
         if out is None and not optional:
             raise ConversionError(f"{label} returned None for column {column_label}, whose schema is not optional")
         return out
 
     return convert
-
-
-def _reason(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__

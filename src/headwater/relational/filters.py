@@ -19,6 +19,15 @@ def _any_full_match(patterns: Sequence[re.Pattern[str]], text: str) -> bool:
     return any(p.fullmatch(text) for p in patterns)
 
 
+def _included(include: Sequence[re.Pattern[str]], exclude: Sequence[re.Pattern[str]], text: str) -> bool:
+    """Debezium's include/exclude pair: the include list when set, else the exclude list."""
+    if include:
+        return _any_full_match(include, text)
+    if exclude:
+        return not _any_full_match(exclude, text)
+    return True
+
+
 @dataclass
 class TableFilter:
     """Decides which tables are captured: `schema.include.list`/`schema.exclude.list` on the schema
@@ -47,21 +56,12 @@ class TableFilter:
             return True
         if schema in self.system_schemas or schema.startswith("pg_temp") or schema.startswith("pg_toast"):
             return False
-        if self.schema_include:
-            return _any_full_match(self.schema_include, schema)
-        if self.schema_exclude:
-            return not _any_full_match(self.schema_exclude, schema)
-        return True
+        return _included(self.schema_include, self.schema_exclude, schema)
 
     def __call__(self, table_id: TableId) -> bool:
         if not self.schema_included(table_id.schema) or table_id.table in self.system_tables:
             return False
-        ident = table_id.identifier()
-        if self.table_include:
-            return _any_full_match(self.table_include, ident)
-        if self.table_exclude:
-            return not _any_full_match(self.table_exclude, ident)
-        return True
+        return _included(self.table_include, self.table_exclude, table_id.identifier())
 
 
 @dataclass
@@ -76,12 +76,7 @@ class ColumnFilter:
         return cls(compile_patterns(include), compile_patterns(exclude))
 
     def __call__(self, table_id: TableId, column: str) -> bool:
-        ident = f"{table_id.identifier()}.{column}"
-        if self.include:
-            return _any_full_match(self.include, ident)
-        if self.exclude:
-            return not _any_full_match(self.exclude, ident)
-        return True
+        return _included(self.include, self.exclude, f"{table_id.identifier()}.{column}")
 
 
 @dataclass
@@ -98,8 +93,4 @@ class PrefixFilter:
         return cls(compile_patterns(include), compile_patterns(exclude))
 
     def __call__(self, prefix: str) -> bool:
-        if self.include:
-            return _any_full_match(self.include, prefix)
-        if self.exclude:
-            return not _any_full_match(self.exclude, prefix)
-        return True
+        return _included(self.include, self.exclude, prefix)

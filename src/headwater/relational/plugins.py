@@ -33,7 +33,7 @@ def load_class(spec: str, prop: str, what: str, methods: tuple[str, ...]) -> typ
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # ImportError, or whatever the module raises while it is imported
-        raise PluginError(f"{prop}={text!r}: cannot import module {module_name!r}: {_reason(exc)}") from None
+        raise PluginError(f"{prop}={text!r}: cannot import module {module_name!r}: {error_reason(exc)}") from None
     target: Any = module
     for part in class_name.split("."):
         target = getattr(target, part, None)
@@ -52,9 +52,10 @@ def instantiate(cls: type, prop: str, spec: str) -> Any:
     try:
         return cls()
     except Exception as exc:
-        raise PluginError(f"{prop}={spec.strip()!r}: creating {cls.__name__}() failed: {_reason(exc)}") from None
+        raise PluginError(f"{prop}={spec.strip()!r}: creating {cls.__name__}() failed: {error_reason(exc)}") from None
 
 
-def _reason(exc: BaseException) -> str:
+def error_reason(exc: BaseException) -> str:
+    """An exception in one line: its class and the first line of its message."""
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__

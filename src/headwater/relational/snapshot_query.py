@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from headwater.relational.plugins import PluginError, instantiate, load_class
+from headwater.relational.plugins import PluginError, error_reason, instantiate, load_class
 from headwater.relational.table import TableId
 
 QUERY_METHODS = ("snapshot_query",)
@@ -60,7 +60,7 @@ class CustomSnapshotQuery:
             try:
                 configure(dict(properties))
             except Exception as exc:
-                raise PluginError(f"snapshot query {self.spec}: configure() failed: {_reason(exc)}") from None
+                raise PluginError(f"snapshot query {self.spec}: configure() failed: {error_reason(exc)}") from None
 
     @classmethod
     def from_config(cls, config: Any) -> CustomSnapshotQuery | None:
@@ -80,15 +80,10 @@ class CustomSnapshotQuery:
             statement = self.instance.snapshot_query(quoted_table(table_id), [quote_identifier(c) for c in kept])
         except Exception as exc:
             raise PluginError(f"snapshot query {self.spec} failed for table {table_id.identifier()}: "
-                              f"{_reason(exc)}") from None
+                              f"{error_reason(exc)}") from None
         if statement is None:
             return None
         if not isinstance(statement, str):
             raise PluginError(f"snapshot query {self.spec} returned {type(statement).__name__} for table "
                               f"{table_id.identifier()}; expected the SELECT as a str, or None")
         return statement if statement.strip() else None
-
-
-def _reason(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__

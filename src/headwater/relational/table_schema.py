@@ -19,7 +19,7 @@ from headwater.relational.column_mappers import UNSET_LENGTH, ColumnMappers, def
 from headwater.relational.converters import ConverterRegistry, Registered, RelationalColumn, value_function
 from headwater.relational.filters import ColumnFilter
 from headwater.relational.key_mapper import KeyColumnsError
-from headwater.relational.plugins import PluginError
+from headwater.relational.plugins import PluginError, error_reason
 from headwater.relational.table import Column, Table
 from headwater.relational.topic_naming import NameAdjuster
 
@@ -262,9 +262,8 @@ def _add_custom(registered: Registered, converters: ValueConverters, table: Tabl
         try:
             default = registered.converter(raw_default)
         except Exception as exc:
-            lines = str(exc).strip().splitlines()
-            reason = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-            raise PluginError(f"{registered.label} failed on the default value of column {label}: {reason}") from None
+            raise PluginError(f"{registered.label} failed on the default value of column {label}: "
+                              f"{error_reason(exc)}") from None
         if default is None:
             default = NO_DEFAULT
     field_schema = _finish(schema, optional, default)

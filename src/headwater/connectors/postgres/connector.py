@@ -137,8 +137,7 @@ class PostgresConnector(SourceConnector):
         catalog = CatalogReader(self._conn)
         table_ids = self._captured_table_ids(catalog)
         self.ensure_publication(self._conn, table_ids)
-        slot = wait_until_slot_free(self._conn, self.slot_name, retries=self.config.get("slot.max.retries"),
-                                    delay_s=self.config.get("slot.retry.delay.ms") / 1000)
+        slot = self.wait_for_slot(self._conn)
         if slot is not None and (slot.plugin != "pgoutput" or slot.database != self.dbname):
             raise ConnectorError(
                 f"replication slot {self.slot_name!r} exists for plugin {slot.plugin!r} in database "
@@ -183,8 +182,7 @@ class PostgresConnector(SourceConnector):
             start = PgOffset(lsn_commit=slot.confirmed_flush_lsn or 0)
         if not self._streams():
             return
-        # as Debezium: when streaming starts, after the snapshot
-        apply_autoset(self._conn, self.config.get("replica.identity.autoset.values"), [t for t, _ in table_ids])
+        self.apply_replica_identities(self._conn, table_ids)
         self._stream(registry, start, emit, stop)
 
     def is_retriable(self, error: BaseException) -> bool:
@@ -270,6 +268,17 @@ class PostgresConnector(SourceConnector):
                            via_partition_root=self.config.get("publish.via.partition.root"),
                            publish=publish_operations(self.config.get("skipped.operations")
                                                       if self.config.is_set("skipped.operations") else None))
+
+    def wait_for_slot(self, conn: Any) -> SlotState | None:
+        """The slot's state once no other process holds it, checked `slot.max.retries` times
+        `slot.retry.delay.ms` apart (ConnectorError when it stays held)."""
+        return wait_until_slot_free(conn, self.slot_name, retries=self.config.get("slot.max.retries"),
+                                    delay_s=self.config.get("slot.retry.delay.ms") / 1000)
+
+    def apply_replica_identities(self, conn: Any, table_ids: list[tuple[TableId, str]]) -> None:
+        """`replica.identity.autoset.values` on the captured tables; as Debezium, when streaming
+        starts (after the snapshot)."""
+        apply_autoset(conn, self.config.get("replica.identity.autoset.values"), [t for t, _ in table_ids])
 
     def configure_reader(self, reader: StreamingReader) -> None:
         """What a streaming reader takes from the configuration besides its constructor's

@@ -49,7 +49,6 @@ from headwater.connectors.postgres.events import (
 )
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn
-from headwater.connectors.postgres.replica_identity import apply_autoset
 from headwater.connectors.postgres.replication import create_slot, drop_slot, read_slot
 from headwater.connectors.postgres.schemas import CapturedTable
 from headwater.connectors.postgres.snapshot_lease import (
@@ -102,10 +101,6 @@ NO_EFFECT_IN_SPARK: dict[str, str] = {
     "snapshot.delay.ms": "the Spark source snapshots when its first batch is planned",
     "snapshot.isolation.mode": "the Spark source's parallel readers share one exported snapshot, read in "
                                "REPEATABLE READ",
-    "slot.max.retries": "the Spark source fails at once when the slot is held by another process (the "
-                        "pipeline's restarts retry it)",
-    "slot.retry.delay.ms": "the Spark source fails at once when the slot is held by another process (the "
-                           "pipeline's restarts retry it)",
 }
 READ_AHEAD_BYTES = 256 << 20
 _SNAPSHOT_RUN = 1024        # snapshot records handed from the COPY thread to the task at a time
@@ -532,6 +527,7 @@ class PgChangeFeed(ChangeFeed):
         self._snapshot_conn: Any = None         # holds a snapshot exported by _export_snapshot open
         self._record_lsn: int | None = None     # source.lsn of its records (None: the slot's point)
         self._registry: Any = None
+        self._table_ids: list[Any] = []         # the captured tables, as _open found them
         self._reader: StreamingReader | None = None
         self._collector: _ChunkCollector | None = None
         self._thread: threading.Thread | None = None
@@ -753,6 +749,7 @@ class PgChangeFeed(ChangeFeed):
         if publication:
             c.ensure_publication(self._conn, table_ids)
         self._registry = self.settings.registry(catalog)
+        self._table_ids = table_ids
 
     def _replication(self) -> Any:
         if self._repl is None:
@@ -961,12 +958,10 @@ class PgChangeFeed(ChangeFeed):
         c = self.connector
         if self._snapshot_name is not None:
             self._release_snapshot()
-        slot = read_slot(self._conn, c.slot_name)
+        slot = c.wait_for_slot(self._conn)
         if slot is None:  # dropped since _slot_vanished looked
             raise self._missing_slot_error(start)
-        # as Debezium: when streaming starts, after the snapshot
-        apply_autoset(self._conn, self.config.get("replica.identity.autoset.values"),
-                      [t for t, _ in c._captured_table_ids(CatalogReader(self._conn))])
+        c.apply_replica_identities(self._conn, self._table_ids)
         collector = _ChunkCollector(self.read_ahead_messages)
         position = StreamPosition.resume(PgOffset.from_dict(_pg_part(start)))
         reader = StreamingReader(

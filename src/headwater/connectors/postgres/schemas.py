@@ -8,15 +8,12 @@ from typing import Any
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.source_info import SOURCE_SCHEMA
 from headwater.connectors.postgres.types import (
-    _NO_DEFAULT_TYPES,
     DEFAULT_UNAVAILABLE_PLACEHOLDER,
     PgType,
     PostgresValueConverters,
     TypeSettings,
-    parse_default,
 )
 from headwater.engine.connector import ConnectorError
-from headwater.model.schema import NO_DEFAULT
 from headwater.relational import column_mappers as cm
 from headwater.relational.column_mappers import ColumnMappers, SourceColumn
 from headwater.relational.converters import ConverterRegistry, CustomConverters
@@ -241,20 +238,3 @@ class _Converters(PostgresValueConverters):
 
     def source_column(self, table: Table, column: Column) -> SourceColumn:
         return pg_source_column(column, from_relation=self.from_relation)
-
-    def raw_default_for(self, table: Table, column: Column) -> Any:
-        """The column's constant default as text (what a custom converter gets for values), or
-        NO_DEFAULT where Debezium parses none: an expression (now(), nextval() but for the 0 it
-        reports for serial columns), a domain, money or bytea, a type without a schema."""
-        pg = column.native
-        if not isinstance(pg, PgType) or column.default_expression is None:
-            return NO_DEFAULT
-        mapping = self._mapping(column)
-        if mapping is None:
-            return NO_DEFAULT
-        schema = mapping[0]
-        if column.default_expression.startswith("nextval(") and schema.type in ("int16", "int32", "int64"):
-            return "0"
-        if pg.name in _NO_DEFAULT_TYPES or pg.is_domain or schema.type in ("struct", "map"):
-            return NO_DEFAULT
-        return parse_default(column.default_expression, str)
