@@ -10,6 +10,7 @@ from typing import Any
 
 from headwater.config import ConfigError, HeadwaterConfig
 from headwater.config.common import MEMORY_OFFSET_STORE
+from headwater.engine import registry
 from headwater.engine.connector import SourceConnector
 from headwater.engine.coordinator import Engine, EngineSettings, Sink
 from headwater.engine.offsets import FileOffsetStore, MemoryOffsetStore, OffsetStore
@@ -19,11 +20,7 @@ from headwater.sinks.files import FilesSink, JsonlSink, StdoutSink
 
 
 def build_connector(config: HeadwaterConfig) -> SourceConnector:
-    if config.connector_key == "postgresql":
-        from headwater.connectors.postgres.connector import PostgresConnector
-
-        return PostgresConnector(config.connector)
-    raise ConfigError([f"connector {config.connector_key!r} is not available in this build"])
+    return registry.build_connector(config.connector_key, config.connector)
 
 
 def run_id() -> str:

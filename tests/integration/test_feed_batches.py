@@ -5,7 +5,7 @@ arrived, and a backlog became many batches, each paying the sinks' fixed costs).
 from __future__ import annotations
 
 from headwater.connectors.postgres.events import DATA_CHANGES
-from headwater.connectors.postgres.feed import StreamWork
+from headwater.connectors.postgres.work import StreamWork
 from helpers.feed import available_now_batches, streaming_feed
 
 

@@ -17,14 +17,17 @@ class ConnectorEntry:
     key: str
     class_names: tuple[str, ...]  # the first is the canonical (Debezium) class name
     fields: FieldSet
+    # "module:attribute" of the connector's factory (the engine loads it: headwater.engine.registry)
+    factory: str = ""
 
 
 _REGISTRY: dict[str, ConnectorEntry] = {}
 _BY_CLASS: dict[str, str] = {}
 
 
-def register_connector(key: str, class_names: Iterable[str], fields: FieldSet) -> None:
-    """Register a connector under ``key``; ``class_names`` are the accepted connector.class values."""
+def register_connector(key: str, class_names: Iterable[str], fields: FieldSet, factory: str = "") -> None:
+    """Register a connector under ``key``; ``class_names`` are the accepted connector.class values,
+    ``factory`` names the connector's factory as ``module:attribute`` (imported when first used)."""
     names = tuple(class_names)
     for n in names:
         owner = _BY_CLASS.get(n)
@@ -34,7 +37,7 @@ def register_connector(key: str, class_names: Iterable[str], fields: FieldSet) -
     if old is not None:
         for n in old.class_names:
             _BY_CLASS.pop(n, None)
-    _REGISTRY[key] = ConnectorEntry(key, names, fields)
+    _REGISTRY[key] = ConnectorEntry(key, names, fields, factory)
     for n in (*names, key):
         _BY_CLASS[n] = key
 

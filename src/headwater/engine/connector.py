@@ -7,6 +7,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from headwater.engine.registry import SourceDescription
+
 Emit = Callable[[list[Any]], None]
 
 
@@ -49,6 +51,8 @@ class SourceConnector(ABC):
 
     #: the name Debezium gives the connector in `source.connector` and headers
     connector_name: str = ""
+    #: what consumers may know about the connector's events (see headwater.engine.registry)
+    description: SourceDescription = SourceDescription("")
 
     @abstractmethod
     def partition(self) -> dict[str, Any]:

@@ -564,4 +564,5 @@ _PG_ONLY = FieldSet(
 
 POSTGRES_FIELDS: FieldSet = RELATIONAL_FIELDS.merge(_PG_ONLY)
 
-register_connector(CONNECTOR_KEY, CONNECTOR_CLASS_ALIASES, POSTGRES_FIELDS)
+register_connector(CONNECTOR_KEY, CONNECTOR_CLASS_ALIASES, POSTGRES_FIELDS,
+                   factory="headwater.connectors.postgres.connector:PostgresConnector")

@@ -41,6 +41,7 @@ from headwater.connectors.postgres.streaming import StreamingReader
 from headwater.connectors.postgres.types import TypeSettings
 from headwater.engine.connector import ConnectorError, Emit, SourceConnector, connector_error
 from headwater.engine.dispatcher import EventDispatcher
+from headwater.engine.registry import ChangelogColumn, SourceDescription
 from headwater.relational.column_mappers import ColumnMappers
 from headwater.relational.converters import CustomConverters
 from headwater.relational.filters import ColumnFilter, PrefixFilter, TableFilter
@@ -62,6 +63,8 @@ _MODES = {"always", "initial", "initial_only", "no_data", "when_needed", "config
 
 class PostgresConnector(SourceConnector):
     connector_name = CONNECTOR_NAME
+    description = SourceDescription(CONNECTOR_NAME, (ChangelogColumn("txId", "BIGINT", "tx_id"),
+                                                     ChangelogColumn("lsn", "BIGINT", "lsn")))
 
     def __init__(self, config: Configuration) -> None:
         self.config = config

@@ -24,8 +24,6 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import psycopg2
@@ -37,15 +35,10 @@ from headwater.connectors.postgres import snapshot as snap
 from headwater.connectors.postgres.connection import connect, connect_kwargs, connection_error
 from headwater.connectors.postgres.connector import PostgresConnector
 from headwater.connectors.postgres.events import (
-    BEGIN,
-    DATA_CHANGES,
     BuilderSettings,
-    ChangeEventBuilder,
     Chunk,
-    SnapshotRows,
     StreamPosition,
     advance_position,
-    relation_oid,
 )
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn
@@ -54,25 +47,27 @@ from headwater.connectors.postgres.schemas import CapturedTable
 from headwater.connectors.postgres.snapshot_lease import (
     HOLDER_APP,
     SnapshotHolder,
-    SnapshotLease,
-    chunk_done,
     export_snapshot,
 )
 from headwater.connectors.postgres.source_info import PgOffset
 from headwater.connectors.postgres.streaming import StreamingReader
-from headwater.connectors.postgres.typed_changes import TypedChanges
+from headwater.connectors.postgres.work import (
+    PHASE_SNAPSHOT,
+    PHASE_STREAM,
+    PgWorkDecoder,
+    SnapshotWork,
+    StreamWork,
+    change_messages,
+    chunk_bytes,
+)
 from headwater.engine.connector import ConnectorError
-from headwater.engine.feed import ChangeFeed, Offset, PositionedRecord, WorkDecoder, position_key
-from headwater.engine.records import SourceRecord
-from headwater.relational.table import Table
+from headwater.engine.feed import ChangeFeed, Offset
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 log = logging.getLogger(__name__)
 
-PHASE_SNAPSHOT = "snapshot"
-PHASE_STREAM = "stream"
 # change messages the driver reads ahead of Spark (source option readAheadMessages), and at most
 # this many of their bytes. A streaming micro-batch takes what has been read ahead (under
 # AvailableNow it waits for the read-ahead to fill), so this also sizes the batches of a catch-up:
@@ -103,7 +98,6 @@ NO_EFFECT_IN_SPARK: dict[str, str] = {
                                "REPEATABLE READ",
 }
 READ_AHEAD_BYTES = 256 << 20
-_SNAPSHOT_RUN = 1024        # snapshot records handed from the COPY thread to the task at a time
 
 
 # -- positions --------------------------------------------------------------------------------
@@ -126,309 +120,7 @@ def _mark(pos: StreamPosition) -> tuple[Any, ...]:
     return pos.restart_lsn, pos.message_lsn, pos.xid, pos.final_lsn, pos.tx_msgs
 
 
-# -- work items -------------------------------------------------------------------------------
-
-@dataclass
-class StreamWork:
-    chunk: Chunk
-
-    @property
-    def size(self) -> int:
-        """Messages to decode (the source groups small items into tasks of about equal work)."""
-        return len(self.chunk.messages)
-
-    @property
-    def nbytes(self) -> int:
-        """The messages' bytes (a task's partition carries them to the executor)."""
-        return chunk_bytes(self.chunk)
-
-
-@dataclass
-class SnapshotWork:
-    """One chunk of one table's snapshot: rows with `lower < key <= upper` (None: unbounded), or a
-    ctid block range for a table without a key."""
-
-    table: Table
-    raw_columns: tuple[str, ...]
-    table_index: int
-    chunk_index: int
-    first_table: bool
-    last_table: bool       # the last table with rows: its last row says "last"
-    first_chunk: bool
-    last_chunk: bool
-    key_columns: tuple[str, ...]
-    lower: tuple[str, ...] | None
-    upper: tuple[str, ...] | None
-    blocks: tuple[int, int] | None
-    override: str | None
-    snapshot_name: str
-    lsn: int
-    txid: int
-
-
-@dataclass
-class TypedChunk:
-    """A snapshot chunk read as typed columns: `template` is the record of a NULL row of the
-    table (its schemas and source block), `rows` the chunk's values, `prefix` the chunks' position
-    prefix (row n is at `prefix` + n as 8 hex digits, as in the event path)."""
-
-    template: SourceRecord
-    prefix: str
-    rows: pa.Table
-    work: SnapshotWork
-
-
-class PgWorkDecoder(WorkDecoder):
-    """Executor side: builds records from stream chunks and reads snapshot chunks."""
-
-    def __init__(self, settings: BuilderSettings, connect_args: dict[str, Any],
-                 lease: SnapshotLease | None = None) -> None:
-        self.settings = settings
-        self.connect_args = connect_args  # holds the password: never logged, never in an error
-        self.lease = lease  # a batch extract's snapshot: report each chunk read to its holder
-        self._builder: Any = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"settings": self.settings, "connect_args": self.connect_args, "lease": self.lease, "_builder": None}
-
-    def decode(self, item: Any) -> Iterator[PositionedRecord]:
-        if isinstance(item, StreamWork):
-            return iter(self._stream(item.chunk))
-        if isinstance(item, SnapshotWork):
-            return self._snapshot(item)
-        raise TypeError(f"not a PostgreSQL work item: {type(item).__name__}")
-
-    def typed_changes(self) -> TypedChanges:
-        """A task's gatherer of typed row changes (see :meth:`decode_changes`)."""
-        return TypedChanges(self.settings)
-
-    def decode_changes(self, item: Any, typed: TypedChanges) -> Iterator[PositionedRecord]:
-        """Like :meth:`decode`, but the row changes `typed` takes (tables with a typed layout) go
-        to it instead of becoming events (``typed_changes``); it hands them on converted."""
-        if isinstance(item, StreamWork):
-            return iter(self._stream(item.chunk, typed))
-        return self.decode(item)
-
-    def _stream(self, chunk: Chunk, typed: TypedChanges | None = None) -> list[PositionedRecord]:
-        if self._builder is None:
-            self._builder = self.settings.create_builder()
-        chunk_builder = self._builder
-        out: list[PositionedRecord] = []
-        current = ["", 0]  # position prefix of the message being handled, records emitted for it
-
-        def emit(item: Any) -> None:
-            if isinstance(item, SourceRecord):
-                out.append(PositionedRecord(current[0] + f"{current[1]:08X}", item))
-                current[1] += 1
-
-        registry = chunk_builder.registry
-        builder = ChangeEventBuilder(self.settings, registry, copy.copy(chunk.position), emit)
-        pos = builder.position
-        for relations, messages in chunk.runs():
-            chunk_builder.update_relations(relations)
-            for payload, lsn in messages:
-                # a data message or COMMIT of a transaction is message number tx_msgs + 1 of it,
-                # its BEGIN (the BEGIN record of provide.transaction.metadata) number 0; a
-                # non-transactional message is ordered by its own LSN
-                if pos.final_lsn is not None:
-                    major, minor = pos.final_lsn, pos.tx_msgs + 1
-                elif payload[0] == BEGIN:
-                    major, minor = int.from_bytes(payload[1:9], "big"), 0  # its final (commit) LSN
-                else:
-                    major, minor = lsn, 0
-                if typed is not None and payload[0] in DATA_CHANGES:
-                    captured = registry.get(relation_oid(payload))
-                    if captured is not None and typed.take(captured, payload, lsn, major, minor, pos):
-                        continue
-                current[0] = position_key(major, minor)[:32]
-                current[1] = 0
-                builder.handle(payload, lsn)
-        return out
-
-    def decode_typed(self, item: Any) -> TypedChunk | None:
-        """A snapshot chunk as typed columns (``typed_snapshot``), or None when the chunk has to be
-        read as events: not a snapshot chunk, a custom SELECT, a column without an exact typed
-        form, or a value pyarrow does not accept."""
-        import pyarrow as pa
-
-        from headwater.connectors.postgres import typed_snapshot as typed
-        from headwater.connectors.postgres.snapshot import now_us
-        from headwater.connectors.postgres.source_info import source_block
-        from headwater.model.envelope import OP_READ
-
-        if not isinstance(item, SnapshotWork) or item.override:
-            return None
-        work, s = item, self.settings
-        captured = s.registry(None).build(work.table, work.raw_columns, from_relation=False)
-        layout = typed.typed_layout(captured)
-        if layout is None:
-            return None
-        # the record an event of this table would be (NULL values): its key and value JSON carry
-        # the schemas the sink learns the table from, its source block the constant fields
-        templates: list[SourceRecord] = []
-        table_id = captured.table.id
-        source = source_block(s.server, s.dbname, ts_us=now_us(), snapshot="true", schema=table_id.schema or "",
-                              table=table_id.table, tx_id=work.txid, lsn=work.lsn, last_commit_lsn=None)
-        dispatcher = s.dispatcher(lambda r: templates.append(r) if isinstance(r, SourceRecord) else None,
-                                  lambda: {"phase": PHASE_SNAPSHOT})
-        row = captured.schema.row([None] * len(captured.raw_columns))
-        dispatcher.dispatch_change(captured.schema, captured.topic, OP_READ, None, row, source,
-                                   collection=captured.collection)
-        if len(templates) != 1:
-            return None
-        try:
-            conn = psycopg2.connect(**self.connect_args)
-            try:
-                conn.autocommit = False
-                with conn.cursor() as cur:
-                    cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    cur.execute("SET TRANSACTION SNAPSHOT %s", (work.snapshot_name,))
-                data = typed.copy_text(conn, _chunk_query(conn, captured, work))
-                conn.rollback()
-            finally:
-                conn.close()
-        except typed.ChunkTooLarge:
-            log.info("snapshot of table %s (chunk %d): more than %d MiB of text, read as events (in bounded "
-                     "memory)", captured.collection, work.chunk_index, typed.MAX_CHUNK_BYTES >> 20)
-            return None
-        except psycopg2.Error as exc:
-            raise connection_error(f"snapshot of table {captured.collection} (chunk {work.chunk_index})",
-                                   exc) from None
-        try:
-            table = typed.parse_text(data, layout)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            log.info("snapshot of table %s (chunk %d): a value has no exact typed form (%s); the chunk is "
-                     "read as events", captured.collection, work.chunk_index, str(exc).splitlines()[0][:200])
-            return None
-        if self.lease is not None:
-            chunk_done(self.connect_args, self.lease, f"{work.table_index}:{work.chunk_index}")
-        prefix = position_key(0, (work.table_index << 32) | work.chunk_index)[:32]
-        return TypedChunk(templates[0], prefix, table, work)
-
-    def _snapshot(self, work: SnapshotWork) -> Iterator[PositionedRecord]:
-        s = self.settings
-        registry = s.registry(None)
-        captured = registry.build(work.table, work.raw_columns, from_relation=False)
-        # The COPY pushes rows into a callback; a thread runs it and hands records over in runs of
-        # _SNAPSHOT_RUN through a bounded queue, so a chunk of any size streams in bounded memory.
-        handoff: queue.Queue[Any] = queue.Queue(maxsize=4)
-        run: list[Any] = []
-        cancelled = threading.Event()
-
-        def emit(item: Any) -> None:
-            if isinstance(item, SourceRecord):
-                run.append(item)
-                if len(run) >= _SNAPSHOT_RUN:
-                    put(run[:])
-                    run.clear()
-
-        def put(item: Any) -> None:
-            while not cancelled.is_set():
-                try:
-                    handoff.put(item, timeout=0.5)
-                    return
-                except queue.Full:
-                    continue
-            raise snap.SnapshotStopped()
-
-        dispatcher = s.dispatcher(emit, lambda: {"phase": PHASE_SNAPSHOT})
-        rows = SnapshotRows(s, captured, dispatcher, txid=work.txid, lsn=work.lsn, first_table=work.first_table,
-                            last_table=work.last_table, first_in_table=work.first_chunk,
-                            last_in_table=work.last_chunk)
-
-        def read() -> None:
-            try:
-                conn = psycopg2.connect(**self.connect_args)
-                try:
-                    conn.autocommit = False
-                    with conn.cursor() as cur:
-                        cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                        cur.execute("SET TRANSACTION SNAPSHOT %s", (work.snapshot_name,))
-                    _copy_rows(conn, captured, work, rows.on_row, cancelled)
-                    rows.finish()
-                    conn.rollback()
-                finally:
-                    conn.close()
-                put(run[:])
-                put(None)
-            except snap.SnapshotStopped:
-                pass
-            except psycopg2.Error as exc:
-                put(connection_error(f"snapshot of table {captured.collection} (chunk {work.chunk_index})", exc))
-            except BaseException as exc:
-                put(exc)
-
-        prefix = position_key(0, (work.table_index << 32) | work.chunk_index)[:32]
-        reader = threading.Thread(target=read, name="headwater-snapshot-chunk", daemon=True)
-        reader.start()
-        n = 0
-        try:
-            while True:
-                item = handoff.get()
-                if item is None:
-                    break
-                if isinstance(item, BaseException):
-                    raise item
-                for record in item:
-                    yield PositionedRecord(prefix + f"{n:08X}", record)
-                    n += 1
-            if self.lease is not None:
-                chunk_done(self.connect_args, self.lease, f"{work.table_index}:{work.chunk_index}")
-        finally:
-            cancelled.set()
-            reader.join(timeout=30)
-
-
-def _chunk_condition(work: SnapshotWork) -> tuple[sql.Composable | None, list[Any]]:
-    if work.blocks is not None:
-        lo, hi = work.blocks
-        return sql.SQL("ctid >= %s::tid AND ctid < %s::tid"), [f"({lo},0)", f"({hi},0)"]
-    if not work.key_columns or (work.lower is None and work.upper is None):
-        return None, []
-    key = sql.SQL("ROW({})").format(sql.SQL(", ").join(sql.Identifier(c) for c in work.key_columns))
-    parts: list[sql.Composable] = []
-    params: list[Any] = []
-    for op, bound in ((">", work.lower), ("<=", work.upper)):
-        if bound is not None:
-            parts.append(sql.SQL("{} {} ROW({})").format(
-                key, sql.SQL(op), sql.SQL(", ").join(sql.Placeholder() for _ in bound)))
-            params += list(bound)
-    return sql.SQL(" AND ").join(parts), params
-
-
-def _chunk_query(conn: Any, captured: CapturedTable, work: SnapshotWork) -> str:
-    base = snap.select_statement(captured, {captured.collection: work.override} if work.override else {}, conn)
-    condition, params = _chunk_condition(work)
-    query: sql.Composable = base
-    if condition is not None:
-        # chunks exist only without a custom SELECT (one chunk then): the condition goes on the
-        # table itself, where ctid (keyless tables) is a column and the key's index is usable
-        assert work.override is None, "a table read with a custom SELECT is one chunk"
-        query = sql.SQL("{} WHERE {}").format(base, condition)
-    with conn.cursor() as cur:
-        text = cur.mogrify(query, params) if params else query.as_string(conn)
-    return text.decode() if isinstance(text, bytes) else text
-
-
-def _copy_rows(conn: Any, captured: CapturedTable, work: SnapshotWork, on_row: Any, stop: threading.Event) -> None:
-    text = _chunk_query(conn, captured, work)
-    with conn.cursor() as cur:
-        sink = snap._LineSink(lambda line: on_row(snap.parse_copy_line(line)), stop)
-        cur.copy_expert(f"COPY ({text}) TO STDOUT", sink, size=1 << 16)
-
-
 # -- the driver side --------------------------------------------------------------------------
-
-def chunk_bytes(chunk: Chunk) -> int:
-    return chunk.counts()[0]
-
-
-def change_messages(chunk: Chunk) -> int:
-    """The chunk's change messages (rows, truncates, logical messages): what a batch's size
-    counts. BEGIN and COMMIT are not counted: they were a sixth of the messages of 10-row
-    transactions, and a batch limit in messages cut a backlog of them one batch short."""
-    return chunk.counts()[1]
-
 
 class _MessageQueue:
     """A FIFO of (chunk, position after it) bounded by the messages it holds, not by the chunks:
