@@ -21,8 +21,9 @@ TESTS_DIR = Path(__file__).resolve().parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
-from headwater.embedded.postgres import ThrowawayPostgres, drop_replication_slot  # noqa: E402
+from headwater.embedded.postgres import drop_replication_slot  # noqa: E402
 from helpers.jvm import short_lived_jvms  # noqa: E402
+from helpers.postgres import PostgresForTests  # noqa: E402
 
 short_lived_jvms()  # see helpers/jvm.py: C1 for the JVMs the tests start, not the session's Spark
 
@@ -50,19 +51,37 @@ SLOW_FILES: dict[str, float] = {
     "spark/test_source_conformance.py": 300,
     "conformance/test_extra_scenarios.py": 250,
     "spark/test_pipeline_demo.py": 125,
-    "integration/test_streaming_v2.py": 105,
-    "integration/test_crash_restart.py": 75,
-    "integration/test_retries.py": 70,
+    "connectors/postgres/test_streaming_v2.py": 105,
+    "connectors/postgres/test_crash_restart.py": 75,
+    "connectors/postgres/test_retries.py": 70,
     "conformance/test_conformance.py": 50,
 }
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    def weight(item: pytest.Item) -> float:
-        relative = Path(str(item.path)).resolve().relative_to(TESTS_DIR).as_posix()
-        return -SLOW_FILES.get(relative, 0.0)
+# What a test needs, from the fixtures it uses (pyproject.toml registers the markers):
+# `pytest -m "not spark"` runs what needs no JVM, `-m "not (postgres or spark or kafka)"` what
+# needs nothing started at all.
+NEEDS: dict[str, frozenset[str]] = {
+    "postgres": frozenset({"pg_db", "pg_server", "pg_cluster"}),
+    "spark": frozenset({"spark"}),
+    "kafka": frozenset({"kafka"}),
+}
+# directories whose tests start their servers themselves (the recorded scenarios run their own
+# PostgreSQL; the Spark tests' subprocesses their own sessions)
+NEEDS_BY_DIRECTORY = {"conformance": ("postgres",), "spark": ("spark",)}
 
-    items.sort(key=weight)  # stable: the order inside a file and among the other files stays
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def relative(item: pytest.Item) -> str:
+        return Path(str(item.path)).resolve().relative_to(TESTS_DIR).as_posix()
+
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        needs = {marker for marker, names in NEEDS.items() if fixtures & names}
+        needs.update(NEEDS_BY_DIRECTORY.get(relative(item).split("/", 1)[0], ()))
+        for marker in sorted(needs):
+            item.add_marker(marker)
+    items.sort(key=lambda item: -SLOW_FILES.get(relative(item), 0.0))  # stable: other files keep their order
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -70,9 +89,9 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[ThrowawayPostgres]:
+def pg_server() -> Iterator[PostgresForTests]:
     """One PostgreSQL 15 cluster (wal_level=logical, trust auth, 127.0.0.1, free port) for the session."""
-    server = ThrowawayPostgres().start()
+    server = PostgresForTests().start()
     try:
         yield server
     finally:
@@ -80,13 +99,13 @@ def pg_server() -> Iterator[ThrowawayPostgres]:
 
 
 @pytest.fixture
-def pg_cluster() -> Iterator[Callable[..., ThrowawayPostgres]]:
+def pg_cluster() -> Iterator[Callable[..., PostgresForTests]]:
     """Factory for extra clusters with their own options, stopped after the test:
     ``pg_cluster(settings={"wal_level": "replica"})``, ``pg_cluster(password="secret")``."""
-    started: list[ThrowawayPostgres] = []
+    started: list[PostgresForTests] = []
 
-    def make(*args: Any, **kwargs: Any) -> ThrowawayPostgres:
-        cluster = ThrowawayPostgres(*args, **kwargs)
+    def make(*args: Any, **kwargs: Any) -> PostgresForTests:
+        cluster = PostgresForTests(*args, **kwargs)
         started.append(cluster)
         return cluster.start()
 
@@ -98,7 +117,7 @@ def pg_cluster() -> Iterator[Callable[..., ThrowawayPostgres]]:
 class PgDatabase:
     """A database of its own on the session's cluster (see the ``pg_db`` fixture)."""
 
-    def __init__(self, server: ThrowawayPostgres, name: str):
+    def __init__(self, server: PostgresForTests, name: str):
         self.server = server
         self.name = name
         self.dsn = server.dsn(name)
@@ -143,7 +162,7 @@ class PgDatabase:
 
 
 @pytest.fixture
-def pg_db(pg_server: ThrowawayPostgres, request: pytest.FixtureRequest) -> Iterator[PgDatabase]:
+def pg_db(pg_server: PostgresForTests, request: pytest.FixtureRequest) -> Iterator[PgDatabase]:
     """A fresh, uniquely named database on the session cluster; at teardown its replication slots
     (retrying "is active" for up to 10 s) and the database itself are dropped."""
     stem = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[:40]

@@ -1,4 +1,5 @@
-"""`headwater demo`: the sample database, the change generator, and a full run of the demo."""
+"""`headwater demo`: the sample database, the change generator, and a full run of the demo's
+standalone back-end (the Spark back-end's run: tests/spark/test_pipeline_demo.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from headwater.cli.demo import run_demo
+from headwater.cli.demo import StandaloneBackend, run_demo
 from headwater.embedded.sample import (
     CUSTOMERS,
     PRODUCTS,
+    SCHEMA,
     TABLES,
     ChangeGenerator,
     create_sample_database,
+    sample_connector_properties,
     sample_row_keys,
 )
 
@@ -57,8 +60,32 @@ def test_sample_database_and_generator(pg_db) -> None:
     assert orders > 0 and customers >= len(CUSTOMERS)
 
 
+def test_sample_connector_properties_load_as_the_postgres_connector() -> None:
+    from headwater import config as cfg
+    from headwater.connectors.postgres.config import CONNECTOR_KEY
+
+    class Cluster:
+        host, port, user, password = "127.0.0.1", 54321, "postgres", "secret"
+
+    properties = sample_connector_properties(Cluster(), "shop")
+    config = cfg.from_properties({**properties, "topic.prefix": "demo"})
+    assert config.connector_key == CONNECTOR_KEY
+    assert properties["database.port"] == "54321" and properties["database.password"] == "secret"
+    assert properties["database.dbname"] == "shop" and properties["schema.include.list"] == SCHEMA
+    Cluster.password = None
+    assert "database.password" not in sample_connector_properties(Cluster())
+
+
+def test_demo_refuses_a_duration_or_rate_that_is_not_positive(tmp_path: Path, capsys) -> None:
+    assert run_demo(StandaloneBackend(), duration=0, workdir=tmp_path) == 1
+    assert run_demo(StandaloneBackend(), rate=-1, workdir=tmp_path) == 1
+    err = capsys.readouterr().err
+    assert "--duration must be positive" in err and "--rate must be positive" in err
+    assert not any(tmp_path.iterdir())  # refused before anything was started or written
+
+
 def test_demo_run(tmp_path: Path) -> None:
-    rc = run_demo(duration=12, rate=20, workdir=tmp_path)
+    rc = run_demo(StandaloneBackend(), duration=8, rate=20, workdir=tmp_path)
     assert rc == 0
 
     topics_dir = tmp_path / "topics"

@@ -158,7 +158,7 @@ def _accepted_with(f: Field):
 
 
 def test_the_spark_sources_no_effect_list_names_real_properties():
-    from headwater.connectors.postgres.feed import NO_EFFECT_IN_SPARK
+    from headwater.engine.feed import NO_EFFECT_IN_SPARK
 
     fields = connector_fields("postgresql")
     assert set(NO_EFFECT_IN_SPARK) <= set(fields.names())

@@ -17,9 +17,8 @@ from headwater.embedded.postgres import (
     ThrowawayPostgres,
     ThrowawayPostgresError,
     find_pg_bin,
-    wait_for_slot_active,
-    wal_lsn_after,
 )
+from helpers.postgres import PostgresForTests, wait_for_slot_active, wal_lsn_after
 from helpers.processes import running
 
 
@@ -48,7 +47,7 @@ def test_start_query_stop_removes_everything():
 
 
 def test_context_manager_and_keep():
-    with ThrowawayPostgres(keep=True) as server:
+    with PostgresForTests(keep=True) as server:
         server.psql("CREATE TABLE kept(x int); INSERT INTO kept VALUES (42)")
         root = server.root_dir
     try:
@@ -64,7 +63,7 @@ def test_context_manager_and_keep():
 
 
 def test_two_clusters_at_once():
-    with ThrowawayPostgres() as a, ThrowawayPostgres() as b:
+    with PostgresForTests() as a, PostgresForTests() as b:
         assert a.port != b.port
         assert a.data_dir != b.data_dir
         a.psql("CREATE TABLE only_in_a(x int)")

@@ -10,18 +10,24 @@ from pathlib import Path
 from typing import Any
 
 from headwater.config import from_properties
-from headwater.connectors.postgres.feed import PgChangeFeed
+from headwater.connectors.postgres.connector import PostgresConnector
 from headwater.embedded.postgres import drop_replication_slot
+from headwater.engine.feed import CaptureFeed
 from helpers.capture import spark_properties
 
 
+def pg_feed(properties: dict[str, str], **options: Any) -> CaptureFeed:
+    """The Spark source's feed over a PostgreSQL connector of these properties."""
+    return CaptureFeed(PostgresConnector(from_properties(properties).connector), **options)
+
+
 @contextmanager
-def streaming_feed(pg_db: Any, tmp_path: Path, **properties: str) -> Iterator[tuple[PgChangeFeed, dict]]:
+def streaming_feed(pg_db: Any, tmp_path: Path, **properties: str) -> Iterator[tuple[CaptureFeed, dict]]:
     """(feed, start offset) on a new slot that streams from now (snapshot.mode=no_data); the feed
     is closed and the slot dropped afterwards."""
     slot = f"hw_feed_{uuid.uuid4().hex[:10]}"
     props = spark_properties(pg_db, tmp_path, slot, **{"snapshot.mode": "no_data", **properties})
-    feed = PgChangeFeed(from_properties(props).connector)
+    feed = pg_feed(props)
     try:
         yield feed, feed.initial_offset()
     finally:
@@ -34,7 +40,7 @@ def streaming_feed(pg_db: Any, tmp_path: Path, **properties: str) -> Iterator[tu
             conn.close()
 
 
-def available_now_batches(feed: PgChangeFeed, start: dict, limit: int | None = None) -> Iterator[list[Any]]:
+def available_now_batches(feed: CaptureFeed, start: dict, limit: int | None = None) -> Iterator[list[Any]]:
     """The work items of each batch of an AvailableNow run from `start` (everything committed now)."""
     feed.prepare_available_now()
     while (end := feed.latest(start, limit)) != start:

@@ -2,7 +2,8 @@
 
 Short-lived JVMs (a `headwater pipeline` subprocess, its local-cluster executors, the Kafka
 broker) do better with C1 alone: C2's compiler threads would take a core of a 2-core machine for
-code that runs for seconds (the local-cluster tests: 196 s → 147 s; the crash test 321 s → 285 s).
+code that runs for seconds, and those tests finish sooner without them (bench/README.md,
+"Measurements behind design choices").
 The Spark session each test worker keeps for the whole run is the opposite: its hot code runs for
 half an hour and needs C2. So the tests put C1 in ``JAVA_TOOL_OPTIONS`` for every process they
 start, and :func:`tiered_jvm` takes it out while the session's JVM launches."""

@@ -19,8 +19,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                                 conf={"spark.sql.warehouse.dir": str(warehouse),
                                       "spark.sql.streaming.stopTimeout": "30s",
                                       # the tests' Delta tables have a few commits each: their
-                                      # state in one task, not four (the first read of a table
-                                      # 2.6 s → 1.3 s), and two shuffle partitions for two cores
+                                      # state in one task, not four (a table's first read pays
+                                      # each task's set-up), and two shuffle partitions for two cores
                                       "spark.databricks.delta.snapshotPartitions": "1",
                                       "spark.sql.shuffle.partitions": "2"})
     yield session

@@ -1,5 +1,5 @@
 """Snapshot rows and rewrites written as Parquet by the executors and committed with delta-rs
-(headwater.spark.sinks.delta_files): the table Spark reads back holds the rows, the statistics
+(headwater.spark.sinks.delta.files): the table Spark reads back holds the rows, the statistics
 agree with the ones Spark's own writer computes for the same rows (where there are any), files
 are skipped only when they cannot hold a match, a commit is never made twice, and a rewrite
 replaces exactly the version it read."""
@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from headwater.connectors.postgres import typed_snapshot as ts
-from headwater.spark.sinks import delta_files
+from headwater.engine import typed_rows as ts
 from headwater.spark.sinks.delta import OP, POSITION, TS_MS
+from headwater.spark.sinks.delta import files as delta_files
 
 LONG = "x" * 31 + "é" + "tail beyond the 32 characters Delta keeps"
 
@@ -45,7 +45,7 @@ def _table_schema() -> Any:
 
 
 def _blob(first: int, count: int, names: list[str | None]) -> bytes:
-    """One typed snapshot record: the row columns as typed_snapshot lays them out."""
+    """One record of typed snapshot rows: the row columns as headwater.engine.typed_rows lays them out."""
     ids = list(range(first, first + count))
     batch = pa.RecordBatch.from_pydict({
         "id": pa.array(ids, pa.int32()),
@@ -57,6 +57,7 @@ def _blob(first: int, count: int, names: list[str | None]) -> bytes:
         "ts": pa.array([1_700_000_000_000_000 - i for i in ids], pa.timestamp("us")),
         "flag": pa.array([i % 2 == 0 for i in ids]),
         ts.POSITION: pa.array([f"pos{i:08d}" for i in ids]),
+        ts.OP: pa.array(["r"] * count),
         ts.TS_US: pa.array([1_700_000_000_123_456 + i for i in ids], pa.int64()),
     })
     sink = pa.BufferOutputStream()
@@ -289,18 +290,19 @@ def test_a_table_created_by_delta_rs_is_the_one_spark_creates(spark, tmp_path):
 
     # the sink creates with delta-rs only the tables Spark would create in the same way
     sink = DeltaSink(spark, str(tmp_path / "sink"))
-    assert sink._create_by_files(spark, str(tmp_path / "sink" / "a"), schema, properties, mapped=False)
+    create_by_files = sink.current_state.create_by_files
+    assert create_by_files(spark, str(tmp_path / "sink" / "a"), schema, properties, mapped=False)
     assert _version_zero(tmp_path / "sink" / "a") == by_spark
-    assert not sink._create_by_files(spark, str(tmp_path / "sink" / "b"), schema, properties, mapped=True)
-    assert not sink._create_by_files(spark, "s3a://bucket/lake/c", schema, properties, mapped=False)
+    assert not create_by_files(spark, str(tmp_path / "sink" / "b"), schema, properties, mapped=True)
+    assert not create_by_files(spark, "s3a://bucket/lake/c", schema, properties, mapped=False)
     ntz = StructType([StructField("ts", TimestampNTZType())])
-    assert not sink._create_by_files(spark, str(tmp_path / "sink" / "d"), ntz, properties, mapped=False)
-    assert not DeltaSink(spark, str(tmp_path / "sink"), options={"files": "false"})._create_by_files(
+    assert not create_by_files(spark, str(tmp_path / "sink" / "d"), ntz, properties, mapped=False)
+    assert not DeltaSink(spark, str(tmp_path / "sink"), options={"files": "false"}).current_state.create_by_files(
         spark, str(tmp_path / "sink" / "e"), schema, properties, mapped=False)
     key = "spark.databricks.delta.properties.defaults.enableChangeDataFeed"
     spark.conf.set(key, "true")
     try:
-        assert not sink._create_by_files(spark, str(tmp_path / "sink" / "f"), schema, properties, mapped=False)
+        assert not create_by_files(spark, str(tmp_path / "sink" / "f"), schema, properties, mapped=False)
     finally:
         spark.conf.unset(key)
     assert not any((tmp_path / "sink" / name).exists() for name in "bdef")
@@ -310,8 +312,8 @@ def test_a_table_read_from_its_log_is_what_spark_describes(spark, tmp_path):
     from delta.tables import DeltaTable
     from pyspark.sql.types import ArrayType, DecimalType, IntegerType, StringType, StructField, StructType
 
-    from headwater.spark.sinks import delta as sink_module
     from headwater.spark.sinks.delta import KEY_PROPERTY, DeltaSink
+    from headwater.spark.sinks.delta.current import NO_TABLE, CurrentState
 
     schema = StructType([StructField("id", IntegerType()), StructField("amount", DecimalType(12, 2)),
                          StructField("tags", ArrayType(StructType([StructField("v", StringType())])))])
@@ -319,25 +321,25 @@ def test_a_table_read_from_its_log_is_what_spark_describes(spark, tmp_path):
     (DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).property(KEY_PROPERTY, '["id"]')
      .property("delta.checkpointInterval", "5").execute())
     spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS (added string)")
-    properties, described = DeltaSink._described_by_log(path)
+    properties, described = CurrentState.described_by_log(path)
     detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
     assert properties == dict(detail["properties"]) == {KEY_PROPERTY: '["id"]', "delta.checkpointInterval": "5"}
     spark_schema = spark.read.format("delta").load(path).schema
     assert [(f.name, f.dataType) for f in described.fields] == [(f.name, f.dataType) for f in spark_schema.fields]
     assert [f.name for f in described.fields] == ["id", "amount", "tags", "added"]
 
-    assert DeltaSink._described_by_log(str(tmp_path / "none")) is sink_module._NO_TABLE
+    assert CurrentState.described_by_log(str(tmp_path / "none")) is NO_TABLE
     (tmp_path / "leftover" / "_delta_log").mkdir(parents=True)  # a creation that never committed
-    assert DeltaSink._described_by_log(str(tmp_path / "leftover")) is sink_module._NO_TABLE
-    assert DeltaSink._described_by_log("s3a://bucket/lake/t") is None, "Spark reads what is not local"
+    assert CurrentState.described_by_log(str(tmp_path / "leftover")) is NO_TABLE
+    assert CurrentState.described_by_log("s3a://bucket/lake/t") is None, "Spark reads what is not local"
     mapped = str(tmp_path / "mapped")
     (DeltaTable.createIfNotExists(spark).location(mapped).addColumns(schema)
      .property("delta.columnMapping.mode", "name").property("delta.minReaderVersion", "2")
      .property("delta.minWriterVersion", "5").execute())
-    assert DeltaSink._described_by_log(mapped) is None, "column mapping: Spark gives the logical schema"
-    sink = DeltaSink(spark, str(tmp_path))
-    assert sink._table(spark, mapped).mapped and sink._table(spark, path).keys == ["id"]
-    assert sink._table(spark, str(tmp_path / "none")) is None
+    assert CurrentState.described_by_log(mapped) is None, "column mapping: Spark gives the logical schema"
+    tables = DeltaSink(spark, str(tmp_path)).current_state
+    assert tables.table(spark, mapped).mapped and tables.table(spark, path).keys == ["id"]
+    assert tables.table(spark, str(tmp_path / "none")) is None
 
 
 @pytest.mark.parametrize("values, low, high", [

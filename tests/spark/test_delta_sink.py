@@ -265,7 +265,7 @@ def test_types_toast_placeholders_and_new_columns(spark, tmp_path, rewrite_fract
     batch1 = feed.frame(spark, [*toast[1:2], renamed])
     sink.write(batch1, 1)
     # the first pass finds which updates may hold a placeholder: only those topics search per column
-    found = sink._summaries(batch1, batch1.limit(0))
+    found = sink.schemas.summaries(batch1, batch1.limit(0))
     assert (found["dbserver1.public.toast_default"].placeholders, found["dbserver1.public.customers"].placeholders,
             found["dbserver1.public.customers"].updates) == (1, 0, 1)
     row = delta_rows(spark, table, ["id"])[(1,)]
@@ -310,6 +310,76 @@ def test_types_toast_placeholders_and_new_columns(spark, tmp_path, rewrite_fract
             unscaled = int.from_bytes(base64.b64decode(after["c_numeric"]["value"]), "big", signed=True)
             assert Decimal(types_table[key]["c_numeric"]) == Decimal(f"{unscaled}E-{after['c_numeric']['scale']}")
     assert r3["c_numeric"] == "-123456789012345678901234567890.123456789"  # 39 digits: beyond decimal(38)
+
+
+def _typed_record(template: dict[str, Any], op: str, source: dict[str, Any], rows: dict[str, Any]) -> tuple:
+    """A record of typed rows (headwater.engine.typed_rows) of the customers table: the key and
+    value of its template (a NULL row, with `source` as its source block) and the rows."""
+    import pyarrow as pa
+
+    from headwater.engine import typed_rows
+
+    key = copy.deepcopy(template["key"])
+    key["payload"] = {"id": None}
+    value = copy.deepcopy(template["value"])
+    value["payload"].update(op=op, before=None, after=dict.fromkeys(value["payload"]["after"]),
+                            source={**value["payload"]["source"], **source})
+    columns = {"id": pa.int32(), "first_name": pa.string(), "last_name": pa.string(), "email": pa.string(),
+               "score": pa.int32(), typed_rows.POSITION: pa.string(), typed_rows.OP: pa.string(),
+               typed_rows.TS_US: pa.int64()}
+    batch = pa.RecordBatch.from_pydict({name: pa.array(values, columns.get(name)) for name, values in rows.items()})
+    first = batch.slice(0, 1).to_pylist()[0]
+    return (template["topic"], _compact(key), _compact(value), [], op, first[typed_rows.POSITION],
+            first[typed_rows.TS_US] // 1000, "db", "public", "customers", typed_rows.to_ipc(batch), batch.num_rows)
+
+
+def test_typed_rows_take_the_source_fields_of_their_rows_and_templates(spark, tmp_path):
+    """Snapshot rows and streamed row changes of one table in one batch: each row's `source` is its
+    own template's, with the fields the rows carry (PostgreSQL: the snapshot marker of snapshot
+    rows; LSN, transaction id and sequence of changes) taken from the rows; the change log's
+    connector columns (tx_id, lsn) follow."""
+    from headwater.engine.typed_rows import EVENT_MS, MARKER, OP, POSITION, TS_US, source_column
+    from headwater.spark.sinks.delta import DeltaSink
+    from headwater.spark.source import SCHEMA
+
+    template = next(line for line in golden("basic_crud") if line["topic"].endswith("customers"))
+    names = {"first_name": ["a", "b"], "last_name": [None, "y"], "email": [None, None], "score": [1, None]}
+    snapshot = _typed_record(template, "r", {"snapshot": "true", "lsn": 100, "txId": 7, "sequence": '[null,"100"]'},
+                             {"id": [1, 2], **names, POSITION: ["01", "02"], OP: ["r", "r"],
+                              TS_US: [1_700_000_000_123_456] * 2, MARKER: ["first", "last_in_data_collection"]})
+    change = {"snapshot": "false", "lsn": None, "txId": None, "sequence": "[null,null]"}
+    created = _typed_record(template, "c", change, {
+        "id": [3], "first_name": ["c"], "last_name": [None], "email": ["c@x"], "score": [3], POSITION: ["03"],
+        OP: ["c"], TS_US: [1_700_000_001_000_000], EVENT_MS: [1_700_000_002_000], source_column("lsn"): [200],
+        source_column("txId"): [8], source_column("sequence"): ['["150","200"]']})
+    updated = _typed_record(template, "u", change, {
+        "id": [1], "first_name": ["a2"], "last_name": [None], "email": [None], "score": [1], POSITION: ["04"],
+        OP: ["u"], TS_US: [1_700_000_003_000_000], EVENT_MS: [1_700_000_004_000], source_column("lsn"): [300],
+        source_column("txId"): [9], source_column("sequence"): ['["200","300"]']})
+    sink = DeltaSink(spark, str(tmp_path / "lake"))
+    sink.write(spark.createDataFrame([snapshot, created, updated], SCHEMA), 0)
+    assert sink.timings.get("typed", 0) > 0
+    log = spark.read.format("delta").load(sink.changelog_path(template["topic"])).orderBy("position").collect()
+    assert log[0].asDict().keys() >= {"tx_id", "lsn"}
+    got = [(r["op"], r["snapshot"], r["tx_id"], r["lsn"], r["source"]["snapshot"], r["source"]["txId"],
+            r["source"]["lsn"], r["source"]["sequence"], r["source"]["ts_ms"], r["source"]["ts_us"], r["ts_ms"])
+           for r in log]
+    assert got == [
+        ("r", "first", 7, 100, "first", 7, 100, '[null,"100"]', 1_700_000_000_123, 1_700_000_000_123_456,
+         1_700_000_000_123),
+        ("r", "last_in_data_collection", 7, 100, "last_in_data_collection", 7, 100, '[null,"100"]',
+         1_700_000_000_123, 1_700_000_000_123_456, 1_700_000_000_123),
+        ("c", "false", 8, 200, "false", 8, 200, '["150","200"]', 1_700_000_001_000, 1_700_000_001_000_000,
+         1_700_000_002_000),
+        ("u", "false", 9, 300, "false", 9, 300, '["200","300"]', 1_700_000_003_000, 1_700_000_003_000_000,
+         1_700_000_004_000)]
+    constants = template["value"]["payload"]["source"]
+    assert {(r["source"]["connector"], r["source"]["name"], r["source"]["db"], r["source"]["table"]) for r in log} \
+        == {(constants["connector"], constants["name"], constants["db"], constants["table"])}
+    assert log[3]["after"]["first_name"] == "a2" and log[0]["before"] is None
+    current = delta_rows(spark, sink.table_path(template["topic"]), ["id"], with_meta=True)
+    assert {k: (r["first_name"], r["__headwater_op"], r["__headwater_position"]) for k, r in current.items()} == {
+        (1,): ("a2", "u", "04"), (2,): ("b", "r", "02"), (3,): ("c", "c", "03")}
 
 
 def test_delta_sink_rejects_values_without_schemas_and_bad_options(spark, tmp_path):
@@ -378,8 +448,8 @@ def test_keys_that_may_be_null_match_null_safely(spark, tmp_path, rewrite_fracti
     feed = Feed()
     sink = DeltaSink(spark, str(tmp_path / "lake"), options={"rewrite.fraction": rewrite_fraction})
     first = feed.frame(spark, [create])
-    summary = sink._summaries(first, first.limit(0))[create["topic"]]
-    assert sink._topic(summary, None).key_not_null  # the golden key: a primary key
+    summary = sink.schemas.summaries(first, first.limit(0))[create["topic"]]
+    assert sink.schemas.topic(summary, None).key_not_null  # the golden key: a primary key
 
     other = DeltaSink(spark, str(tmp_path / "nullable"), options={"rewrite.fraction": rewrite_fraction})
     batch = feed.frame(spark, [_nullable_key(create, None), _nullable_key(create, 7)])
@@ -389,8 +459,8 @@ def test_keys_that_may_be_null_match_null_safely(spark, tmp_path, rewrite_fracti
     after = update["value"]["payload"]["after"]
     assert sorted((r["id"] is None, r["first_name"]) for r in rows) == [
         (False, create["value"]["payload"]["after"]["first_name"]), (True, after["first_name"])]
-    summary = other._summaries(batch, batch.limit(0))[create["topic"]]
-    assert not other._topic(summary, None).key_not_null
+    summary = other.schemas.summaries(batch, batch.limit(0))[create["topic"]]
+    assert not other.schemas.topic(summary, None).key_not_null
 
 
 def test_tables_with_a_change_data_feed_always_merge(spark, tmp_path):

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from headwater.config import ConfigError
-from headwater.engine.feed import position_key
 from headwater.spark.kafka_topics import debezium_records, kafka_source_options, read_debezium_topics
 from headwater.spark.pipeline import Pipeline, PipelineSpec, SinkSpec
 from headwater.spark.sinks.kafka import KafkaSink, producer_options
@@ -37,6 +36,11 @@ CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
 SCENARIOS = CONFORMANCE / "scenarios"
 GOLDEN = CONFORMANCE / "golden"
 PARTITIONS = 3  # the kafka fixture's partitions per topic
+
+
+def kafka_position(partition: int, offset: int) -> str:
+    """What the Kafka topics source writes in `position`: partition, offset, 8 zero digits."""
+    return f"{partition:016X}{offset:016X}{0:08X}"
 
 
 def murmur2(data: bytes) -> int:
@@ -100,7 +104,7 @@ def source_rows(lines: list[dict[str, Any]], topic_prefix: str) -> list[tuple[An
                      None if line["key"] is None else compact(line["key"]),
                      None if line["value"] is None else compact(line["value"]),
                      [(h["key"], compact(h["value"]).encode()) for h in line["headers"]],
-                     (env or {}).get("op"), position_key(1, i), src.get("ts_ms"), src.get("db"),
+                     (env or {}).get("op"), kafka_position(1, i), src.get("ts_ms"), src.get("db"),
                      src.get("schema"), src.get("table"), None, None))
     return rows
 
@@ -273,7 +277,7 @@ def test_debezium_records_position_is_partition_and_offset(spark, kafka):
     assert len(rows) == len(kafka_rows) == 14
     for row, record in zip(rows, kafka_rows):
         assert (row.topic, row.key) == (record.topic, bytes(record.key).decode())
-        assert row.position == position_key(record.partition, record.offset)
+        assert row.position == kafka_position(record.partition, record.offset)
 
 
 # --------------------------------------------------------------------------------------------------

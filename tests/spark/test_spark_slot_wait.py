@@ -1,6 +1,6 @@
 """`slot.max.retries` / `slot.retry.delay.ms` in the Spark source: a slot another process holds
 (the walsender of a run that is still exiting, another consumer) is waited for, as the standalone
-runner waits (tests/integration/test_connection_options.py), instead of failing the query."""
+runner waits (tests/connectors/postgres/test_connection_options.py), instead of failing the query."""
 
 from __future__ import annotations
 

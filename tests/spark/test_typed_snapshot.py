@@ -81,7 +81,7 @@ def test_typed_snapshot_rows_equal_snapshot_events(spark, pg_db, tmp_path):
     assert typed_sink.timings.get("typed", 0) > 0, "no typed rows reached the sink"
     assert "typed" not in events_sink.timings
     # typed_all's snapshot, all typed rows into a new table: files written by the executors
-    # (headwater.spark.sinks.delta_files), compared below with what Spark's writer made of the events
+    # (headwater.spark.sinks.delta.files), compared below with what Spark's writer made of the events
     assert typed_sink.timings.get("current.files", 0) > 0 and typed.sinks[1].timings.get("current.files", 0) > 0
     assert "current.files" not in events_sink.timings
 

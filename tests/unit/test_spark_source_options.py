@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import queue
-
 import pytest
 
 from headwater.config import ConfigError
 from headwater.connectors.postgres.events import Chunk, StreamPosition
-from headwater.connectors.postgres.feed import DEFAULT_READ_AHEAD_MESSAGES, StreamWork, _ChunkCollector, _MessageQueue
+from headwater.connectors.postgres.work import StreamWork
 from headwater.spark.source import DEFAULT_STREAM_TASK_MESSAGES, SourceSettings, _runs
 
 BASE = {"database.hostname": "localhost", "topic.prefix": "p"}
@@ -26,35 +24,6 @@ def test_source_options_are_parsed_case_insensitively_and_kept_out_of_the_connec
 def test_a_bad_read_ahead_is_a_configuration_error_naming_the_option(value):
     with pytest.raises(ConfigError, match=rf"readAheadMessages='{value}': expected a positive integer"):
         SourceSettings.from_options({**BASE, "readAheadMessages": value})
-
-
-def test_the_read_ahead_queue_is_bounded_in_messages_whatever_the_chunk_sizes():
-    """The reader hands over chunks of a few to 2,048 messages; the bound is the messages held."""
-    chunks = _ChunkCollector(100).chunks
-    small = [(Chunk(StreamPosition(), [(b"I", n) for n in range(10)]), StreamPosition()) for _ in range(10)]
-    for item in small:
-        chunks.put(item, timeout=0)
-    assert chunks.messages == 100
-    with pytest.raises(queue.Full):
-        chunks.put(small[0], timeout=0.05)
-    assert chunks.get(timeout=0)[0] is small[0][0]  # first in, first out
-    chunks.put(small[0], timeout=0)  # room for 10 again
-    for item in [*small[1:], small[0]]:
-        assert chunks.get(timeout=0)[0] is item[0]
-    with pytest.raises(queue.Empty):
-        chunks.get(timeout=0)
-    big = (Chunk(StreamPosition(), [(b"I", n) for n in range(500)]), StreamPosition())
-    chunks.put(big, timeout=0)  # larger than the bound: it fits into an empty queue
-    with pytest.raises(queue.Full):
-        chunks.put(small[0], timeout=0)
-    assert _ChunkCollector(DEFAULT_READ_AHEAD_MESSAGES).chunks.capacity == DEFAULT_READ_AHEAD_MESSAGES
-    wide = _MessageQueue(1000, nbytes=1000)  # and in bytes: wide rows
-    row = (Chunk(StreamPosition(), [(b"x" * 400, 1)]), StreamPosition())
-    wide.put(row, timeout=0)
-    wide.put(row, timeout=0)
-    with pytest.raises(queue.Full):
-        wide.put(row, timeout=0)
-    assert (wide.messages, wide.nbytes) == (2, 800)
 
 
 def _stream_work(messages: int) -> StreamWork:
@@ -95,7 +64,7 @@ def test_stream_delivery_is_events_or_rows():
 
 
 def test_a_chunks_counts_are_its_messages_and_follow_a_join():
-    from headwater.connectors.postgres.feed import change_messages, chunk_bytes
+    from headwater.connectors.postgres.work import change_messages, chunk_bytes
 
     chunk = Chunk(StreamPosition(), [(b"B" + b"." * 20, 1), (b"I" + b"." * 99, 2), (b"U" * 50, 3), (b"C" * 25, 4)])
     assert (chunk_bytes(chunk), change_messages(chunk)) == (21 + 100 + 50 + 25, 2)  # BEGIN/COMMIT are no changes

@@ -101,13 +101,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    if args.standalone:
-        from headwater.cli.demo import run_demo
+    from headwater.cli.demo import SparkPipelineBackend, StandaloneBackend, run_demo
 
-        return run_demo(duration=args.duration, rate=args.rate, workdir=args.workdir)
-    from headwater.cli.pipeline_demo import run_pipeline_demo
-
-    return run_pipeline_demo(duration=args.duration, rate=args.rate, workdir=args.workdir)
+    backend = StandaloneBackend() if args.standalone else SparkPipelineBackend()
+    return run_demo(backend, duration=args.duration, rate=args.rate, workdir=args.workdir)
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:

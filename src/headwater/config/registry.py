@@ -53,6 +53,12 @@ def registered_connectors() -> dict[str, ConnectorEntry]:
     return dict(_REGISTRY)
 
 
+def default_connector_class() -> str:
+    """The `connector.class` assumed where none is given (the Spark source's options): the first
+    built-in connector's."""
+    return next(iter(registered_connectors().values())).class_names[0]
+
+
 def supported_classes() -> list[str]:
     return [f"{e.class_names[0]} ({e.key})" for e in registered_connectors().values()]
 

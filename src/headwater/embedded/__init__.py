@@ -7,8 +7,6 @@ from headwater.embedded.postgres import (
     drop_replication_slot,
     find_pg_bin,
     free_port,
-    wait_for_slot_active,
-    wal_lsn_after,
 )
 
 __all__ = [
@@ -18,6 +16,4 @@ __all__ = [
     "drop_replication_slot",
     "find_pg_bin",
     "free_port",
-    "wait_for_slot_active",
-    "wal_lsn_after",
 ]

@@ -9,6 +9,9 @@ uses the same base directory.
 Running as root: ``initdb`` and ``pg_ctl`` refuse root, so they run as the ``postgres`` user through
 ``runuser -u postgres --``; the cluster directory is then owned by ``postgres`` and every parent of it
 must be traversable by that user (``/tmp`` is; pytest's ``tmp_path`` is not).
+
+What only the tests do to a cluster (psql scripts, reload, restart, slot waits) is in
+``tests/helpers/postgres.py``.
 """
 
 from __future__ import annotations
@@ -231,8 +234,9 @@ def _stop_all() -> None:
             cluster.stop()
 
 
-def _clean_env(**extra: str) -> dict[str, str]:
-    """Our environment without PG* variables (PGHOST, PGSSLMODE, … would redirect the tools), C messages."""
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment for PostgreSQL's programs: ours without PG* variables (PGHOST, PGSSLMODE, …
+    would redirect the tools), C messages."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     env.update(LC_ALL="C.UTF-8", **extra)
     return env
@@ -354,20 +358,6 @@ class ThrowawayPostgres:
                 if not self.keep:
                     self._teardown()
 
-    def restart(self) -> None:
-        self._pg_ctl("restart", "-m", "fast", "-w", "-t", "60", "-l", str(self.log_file))
-
-    def reload(self) -> None:
-        """Re-read the configuration files and wait until new sessions see the result."""
-        before = self._conf_load_time()
-        self._pg_ctl("reload")
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self._conf_load_time() != before:  # a new session inherits the postmaster's value
-                return
-            time.sleep(0.02)
-        raise ThrowawayPostgresError(f"the server did not reload its configuration\n{self.server_log()}")
-
     def __enter__(self) -> ThrowawayPostgres:
         return self.start()
 
@@ -393,34 +383,6 @@ class ThrowawayPostgres:
     def create_database(self, name: str) -> None:
         self._admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
-    def drop_database(self, name: str) -> None:
-        """``DROP DATABASE IF EXISTS … WITH (FORCE)``; drop its logical slots first."""
-        self._admin(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-
-    def psql(self, sql_or_file: str | os.PathLike[str], dbname: str = "postgres", *, timeout: float = 300) -> str:
-        """Run SQL (a string) or a script (a Path, or a string naming an existing ``*.sql`` file) with psql.
-
-        Output is unaligned and tuples-only (``-A -t -q``), so ``psql("SELECT 1").strip() == "1"``.
-        Raises :class:`ThrowawayPostgresError` with psql's stderr when a statement fails.
-        """
-        cmd = [str(self.bin_dir / "psql"), *"-X -q -A -t -v ON_ERROR_STOP=1".split()]
-        cmd += ["-h", self.host, "-p", str(self.port), "-U", self.user, "-d", dbname]
-        is_file = isinstance(sql_or_file, os.PathLike) or (
-            "\n" not in sql_or_file and sql_or_file.endswith(".sql") and os.path.isfile(sql_or_file)
-        )
-        cmd += ["-f", os.fspath(sql_or_file)] if is_file else ["-c", sql_or_file]
-        env = _clean_env(PGCONNECT_TIMEOUT="10", PGPASSFILE=os.devnull)
-        if self.password is not None:
-            env["PGPASSWORD"] = self.password
-        res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, stdin=subprocess.DEVNULL)
-        if res.returncode != 0:
-            what = os.fspath(sql_or_file) if is_file else sql_or_file
-            raise ThrowawayPostgresError(
-                f"psql failed (exit {res.returncode}) in database {dbname!r} running {what[:200]!r}:\n"
-                f"{res.stderr.strip()}"
-            )
-        return res.stdout
-
     def server_log(self, lines: int = 60) -> str:
         """The last ``lines`` lines of the server log (for error messages)."""
         try:
@@ -440,16 +402,13 @@ class ThrowawayPostgres:
         finally:
             conn.close()
 
-    def _conf_load_time(self) -> Any:
-        return self._admin("SELECT pg_conf_load_time()")
-
     def _run(self, cmd: list[str], what: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         try:
             return subprocess.run(
                 _as_postgres() + cmd,
                 capture_output=True,
                 text=True,
-                env=_clean_env(),
+                env=clean_env(),
                 cwd=self.root_dir,
                 timeout=timeout,
                 stdin=subprocess.DEVNULL,
@@ -611,42 +570,7 @@ class ThrowawayPostgres:
 
 
 # --------------------------------------------------------------------------------------------------
-# Helpers for tests and the demo
-
-
-def wal_lsn_after(conn) -> str:
-    """The WAL insert position now: an LSN at or after every change this connection made.
-
-    Uses ``pg_current_wal_insert_lsn()``: with ``synchronous_commit=off`` the write position
-    (``pg_current_wal_lsn()``) can still be behind the last commit record.
-    """
-    with conn.cursor() as cur:
-        cur.execute("SELECT pg_current_wal_insert_lsn()::text")
-        return cur.fetchone()[0]
-
-
-def wait_for_slot_active(conn, slot_name: str, timeout: float = 10.0, *, active: bool = True) -> int | None:
-    """Wait until replication slot ``slot_name`` is in use (``active=False``: no longer in use).
-
-    Returns the consuming backend's pid (None when waiting for inactive); raises TimeoutError.
-    """
-    deadline = time.monotonic() + timeout
-    state: tuple[Any, ...] | None = None
-    while True:
-        with conn.cursor() as cur:
-            cur.execute("SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = %s", (slot_name,))
-            state = cur.fetchone()
-        if not conn.autocommit:
-            conn.rollback()
-        if state is not None and bool(state[0]) == active:
-            return state[1]
-        if time.monotonic() >= deadline:
-            now = "does not exist" if state is None else f"active={state[0]}, active_pid={state[1]}"
-            raise TimeoutError(
-                f"replication slot {slot_name!r} did not become {'active' if active else 'inactive'} "
-                f"within {timeout} s (it {now})"
-            )
-        time.sleep(0.05)
+# Replication slots (the tests and benchmarks clean up with this)
 
 
 def drop_replication_slot(conn, slot_name: str, timeout: float = 10.0, *, terminate: bool = True) -> None:

@@ -21,6 +21,7 @@ import psycopg2
 
 log = logging.getLogger(__name__)
 
+DATABASE = "inventory"  # the database the sample schema is loaded into on an embedded cluster
 SCHEMA = "inventory"
 TABLES = ("customers", "products", "products_on_hand", "orders")
 
@@ -169,6 +170,36 @@ def create_sample_database(conn: Any) -> None:
             with contextlib.suppress(psycopg2.Error):
                 cur.execute("ROLLBACK")
             raise
+
+
+def load_sample_database(cluster: Any, dbname: str = DATABASE) -> None:
+    """Create ``dbname`` on a running embedded cluster (:class:`~headwater.embedded.postgres.ThrowawayPostgres`)
+    and load the sample schema and rows into it."""
+    cluster.create_database(dbname)
+    conn = cluster.connect(dbname)
+    try:
+        create_sample_database(conn)
+    finally:
+        conn.close()
+
+
+def sample_connector_properties(cluster: Any, dbname: str = DATABASE) -> dict[str, str]:
+    """The connector properties that capture the sample schema of ``dbname`` on a running embedded
+    cluster: ``connector.class`` (the PostgreSQL connector's, as it registers itself), the connection
+    (host, port, user, the password when the cluster has one, database) and ``schema.include.list``."""
+    from headwater.connectors.postgres.config import CONNECTOR_CLASS
+
+    properties = {
+        "connector.class": CONNECTOR_CLASS,
+        "database.hostname": cluster.host,
+        "database.port": str(cluster.port),
+        "database.user": cluster.user,
+        "database.dbname": dbname,
+        "schema.include.list": SCHEMA,
+    }
+    if cluster.password is not None:
+        properties["database.password"] = cluster.password
+    return properties
 
 
 _FIRST_NAMES = ("Ada", "Bo", "Carmen", "Dmitri", "Elif", "Femi", "Greta", "Hiro", "Ines", "Jonas", "Kaia", "Luis")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -44,15 +43,21 @@ def connector_error(message: str, *, retriable: bool) -> ConnectorError:
 
 
 class SourceConnector(ABC):
-    """A database connector: snapshot, then stream, handing records (and offset markers) to
-    `emit` in order. The engine stores offsets only after the destination has durably written
-    everything before them, then calls `acknowledge` so the connector may release the
-    database's retained log up to that point."""
+    """A database connector: its configuration, checks and plug-ins, and a factory of the
+    per-run parts the engine drives — the :class:`~headwater.engine.source.CaptureSource`
+    (driver side: positions, snapshot and streaming sources) and, for distributed runs, a
+    picklable work decoder. The engine's coordinator (`headwater.engine.capture`) decides what to
+    snapshot and when to stream; the connector never does."""
 
     #: the name Debezium gives the connector in `source.connector` and headers
     connector_name: str = ""
     #: what consumers may know about the connector's events (see headwater.engine.registry)
     description: SourceDescription = SourceDescription("")
+    config: Any
+    #: `snapshot.query.mode=custom`'s plug-in (None: every table's rows, as selected)
+    snapshot_query: Any = None
+    #: `column.include.list` / `column.exclude.list` (what a custom snapshot query is told)
+    column_filter: Any = None
 
     @abstractmethod
     def partition(self) -> dict[str, Any]:
@@ -63,13 +68,13 @@ class SourceConnector(ABC):
         """Connect and check the database is usable; raise ConnectorError otherwise."""
 
     @abstractmethod
-    def run(self, offset: dict[str, Any] | None, emit: Emit, stop: threading.Event) -> None:
-        """Capture until `stop` is set or capture is complete (e.g. snapshot.mode=initial_only).
-        Runs on the engine's reader thread."""
+    def capture_source(self, *, parallel: bool) -> Any:
+        """A new :class:`~headwater.engine.source.CaptureSource` for one run; `parallel`: its
+        snapshot is read by other processes (Spark's executors)."""
 
-    @abstractmethod
-    def acknowledge(self, offset: dict[str, Any]) -> None:
-        """Everything up to `offset` is durable downstream. Called from the consumer thread."""
+    def work_decoder(self) -> Any:
+        """The picklable decoder of the work units a parallel capture source plans."""
+        raise ConnectorError(f"connector {self.connector_name!r} cannot run as a Spark source yet")
 
     def use_encoding_pool(self, pool: Any) -> bool:
         """Offer worker processes that build and serialize records (see
@@ -77,14 +82,10 @@ class SourceConnector(ABC):
         return False
 
     def is_retriable(self, error: BaseException) -> bool:
-        """Whether `error` (raised by `run`) is transient, so the engine may run the connector
+        """Whether `error` (raised by a run) is transient, so the engine may run the connector
         again from the stored offset (`errors.max.retries`)."""
         return isinstance(error, ConnectorError) and error.retriable
 
-    def release(self) -> None:  # noqa: B027 - optional hook
-        """Release connections after `run` failed with a retriable error, before `run` is called
-        again. Unlike `close`, nothing that outlives the connector (a slot to drop on stop) is
-        touched."""
-
     def close(self) -> None:  # noqa: B027 - optional hook
-        """Release resources after `run` returned. Called once, from the consumer thread."""
+        """After the last run: release what outlives runs (e.g. drop a slot on stop). Called once,
+        from the consumer thread."""

@@ -12,10 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from headwater.engine.capture import run_capture
 from headwater.engine.connector import ConnectorError, SourceConnector
 from headwater.engine.offsets import OffsetStore
 from headwater.engine.queue import ChangeEventQueue, QueueClosed
 from headwater.engine.records import EncodedBatch, PendingBatch, SourceRecord
+from headwater.engine.source import CaptureSource
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,7 @@ class Engine:
         self.stats = EngineStats()
         self.on_batch = on_batch
         self._reader_stop = threading.Event()
+        self._source: CaptureSource | None = None
 
     def run(self, stop: threading.Event) -> None:
         """Run until `stop` is set (then drain and commit) or the connector finishes or fails
@@ -115,12 +118,15 @@ class Engine:
                 delay = s.retry_delay_s(failures)
                 limit = "" if s.errors_max_retries < 0 else f" of {s.errors_max_retries}"
                 log.warning("%s; restarting the connector in %.1f s (retry %d%s)", reason, delay, failures, limit)
-                self.connector.release()
+                if self._source is not None:
+                    self._source.release()
                 if stop.wait(delay):
                     error = None
                     break
         finally:
             try:
+                if self._source is not None:
+                    self._source.close()
                 self.connector.close()
             finally:
                 self.sink.close()
@@ -131,6 +137,8 @@ class Engine:
         """One run of the connector from the stored offset; returns its error (None when it
         finished or was stopped). Everything delivered is committed before returning."""
         offset = self.offsets.load(partition)
+        if self._source is None:
+            self._source = self.connector.capture_source(parallel=False)
         queue = ChangeEventQueue(self.settings.max_queue_size, self.settings.max_queue_size_in_bytes)
         self._reader_stop = threading.Event()
         reader = threading.Thread(target=self._read, args=(offset, queue), name="headwater-reader", daemon=True)
@@ -196,7 +204,8 @@ class Engine:
 
     def _read(self, offset: dict[str, Any] | None, queue: ChangeEventQueue) -> None:
         try:
-            self.connector.run(offset, queue.put_many, self._reader_stop)
+            assert self._source is not None
+            run_capture(self.connector, self._source, offset, queue.put_many, self._reader_stop)
         except BaseException as exc:  # handed to the consumer thread, which re-raises it
             queue.close(exc)
         else:
@@ -205,7 +214,8 @@ class Engine:
     def _commit(self, partition: dict[str, Any], offset: dict[str, Any]) -> None:
         self.sink.flush()
         self.offsets.save(partition, offset)
-        self.connector.acknowledge(offset)
+        if self._source is not None:
+            self._source.acknowledge(offset)
         self.stats.commits += 1
         self.stats.last_offset = offset
 

@@ -27,10 +27,10 @@ def tune_allocator(mmap_threshold: int = 32 << 20, trim_threshold: int = 128 << 
 
     Serializing a batch builds buffers of several MB (the schema text of each event is ~3 KB).
     Above glibc's default 128 KB threshold each of them is a fresh mmap whose pages fault in one
-    by one and are unmapped again on free; measured on the streaming path this halved event
-    throughput. Serving them from the heap, and trimming it only past `trim_threshold`, keeps
-    memory bounded (the batches are bounded) at a fraction of the cost. Returns False where
-    glibc's mallopt is not available."""
+    by one and are unmapped again on free, which costs the streaming path much of its event
+    throughput (bench/README.md, "How Headwater gets there"). Serving them from the heap, and
+    trimming it only past `trim_threshold`, keeps memory bounded (the batches are bounded) at a
+    fraction of the cost. Returns False where glibc's mallopt is not available."""
     libc = _libc()
     if libc is None or not hasattr(libc, "mallopt"):
         return False

@@ -14,7 +14,7 @@ returns a streaming DataFrame with the schema of the ``headwater`` source
   (transaction metadata, heartbeats) — exactly as the headwater source fills them;
 - ``typed_rows``, ``typed_row_count``: always NULL (Kafka holds events, never typed rows);
 - ``position``: the Kafka partition and offset in the source's fixed-width format
-  (16 hex digits partition, 16 hex digits offset, 8 zero digits: ``position_key(partition, offset)``).
+  (16 hex digits partition, 16 hex digits offset, 8 zero digits).
   Debezium writes all records of a key to one partition (the key decides it), and Kafka keeps a
   partition in order, so for one key the position sorts the records in the order Debezium
   produced them — which is what the sinks use it for (newest record per key). Positions of

@@ -213,8 +213,9 @@ class Pipeline:
 
         options = dict(self.spec.source)
         if not any(k.lower() == "snapshotparallelism" for k in options):
-            # one task per chunk paid each task's fixed costs per chunk: a 1M-row snapshot's first
-            # run in a session (10 chunks, 2 cores) took 8.4–9.1 s that way and 6.3–6.9 s in 2 tasks
+            # one task per chunk paid each task's fixed costs once a chunk, and tasks beyond the
+            # cores cannot run at once anyway (bench/README.md, "the snapshot's files written by
+            # the executors")
             options["snapshotParallelism"] = str(max(1, self.spark.sparkContext.defaultParallelism))
         rows_ok = bool(self.sinks) and all(isinstance(s, DeltaSink) for s in self.sinks) and not self.observers
         for name, lake_only, default in (("snapshotDelivery", "rows", "events"), ("streamDelivery", "rows", "events"),

@@ -37,8 +37,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.pyspark.driver.python": sys.executable,
     "spark.sql.session.timeZone": "UTC",
     # Delta rebuilds a table's state (for idempotent-write ids, MERGE, checkpoints) with this many
-    # tasks; the default 50 made every CDC commit of a small table a 50-task job (5 s on 2 cores,
-    # 1.2 s with 4)
+    # tasks; the default 50 made every CDC commit of a small table a 50-task job, seconds of
+    # scheduling on a few cores (bench/README.md, "Measurements behind design choices")
     "spark.databricks.delta.snapshotPartitions": "4",
     # the Delta sink keeps a batch's newest event per key as row_number() = 1 over the key; Spark
     # then adds a partial WindowGroupLimit before the shuffle, which sorts every row once more to
@@ -85,8 +85,8 @@ def compiled_spark_home() -> Path | None:
 
     Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on the path of every Python process it
     starts (the stream runner of each query, the planner and worker daemons). Python compiles modules
-    imported from a zip anew each time: a process's imports took 0.7–0.8 s longer here than from
-    site-packages' cached bytecode. This home links to the same ``bin``, ``jars`` and the rest, but
+    imported from a zip anew each time, where site-packages has cached bytecode (bench/README.md,
+    "Python processes without `pyspark.zip`"). This home links to the same ``bin``, ``jars`` and the rest, but
     has no ``python`` directory, so those processes find ``pyspark`` (and py4j) where pip put them.
     It lives under ``$XDG_CACHE_HOME/headwater`` (default ``~/.cache``); None when that cannot be
     written or PySpark is not laid out as pip installs it (Spark's own home is then used as is)."""

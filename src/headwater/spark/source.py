@@ -13,11 +13,11 @@ Options are the connector properties of the standalone runner (``database.hostna
   cluster with many cores and batches of a few hundred thousand messages, a lower value spreads
   a batch over more of them;
 - ``headers`` — ``true`` (default); ``false`` leaves the ``headers`` column null (the pipeline
-  runner sets it when every sink is a Delta sink, which ignores headers: they were ~40 % of a
-  streamed record's bytes);
+  runner sets it when every sink is a Delta sink, which ignores headers: they were a large part
+  of a streamed record's bytes);
 - ``streamDelivery`` — ``events`` (default); ``rows``: the inserts, updates and deletes of tables
   whose columns all have an exact typed form are delivered as records carrying typed Arrow rows in
-  ``typed_rows`` (see :mod:`headwater.connectors.postgres.typed_changes`; changes that need an
+  ``typed_rows`` (see :mod:`headwater.engine.typed_rows`; changes that need an
   event — key changes, unchanged-TOAST values, ``REPLICA IDENTITY FULL`` updates — stay events).
   For the Delta sink; the pipeline runner turns it on when every sink is a Delta sink;
 - ``snapshotIdleSeconds`` — batch reads only: how long the exported snapshot waits for a task
@@ -35,7 +35,7 @@ a consistent extract of every captured table (see :class:`HeadwaterBatchReader`)
 
 Where things run: the stream reader (``initialOffset``/``latestOffset``/``partitions``/``commit``)
 lives in one long-lived Python process on the driver and owns the replication connection
-(:class:`~headwater.engine.feed.ChangeFeed`). Partitions carry raw replication messages (or a
+(:class:`~headwater.engine.feed.CaptureFeed`). Partitions carry raw replication messages (or a
 snapshot chunk to read) to the executors, which build and serialize the events and return Arrow
 batches. Spark's checkpoint holds the connector's offsets; ``commit`` acknowledges a position to
 the database once Spark has committed the batch that ends there.
@@ -48,7 +48,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,13 +56,16 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from headwater.config import ConfigError, from_properties
-from headwater.engine.feed import ChangeFeed, PositionedRecord, WorkDecoder
+from headwater.config.registry import default_connector_class
+from headwater.engine.feed import DEFAULT_READ_AHEAD_MESSAGES, CaptureFeed, PositionedRecord, WorkDecoder
 from headwater.serialization.json import ENVELOPE_START
 from headwater.serialization.parallel import SerializerSettings
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import SparkSession
+
+    from headwater.engine.typed_rows import TypedRows
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +79,12 @@ SOURCE_OPTIONS = ("maxRowsPerBatch", "snapshotChunkRows", "snapshotParallelism",
                   "streamDelivery")
 SNAPSHOT_DELIVERIES = ("events", "rows")
 VALUE_FORMATS = ("json", "payload")
-# rows per typed snapshot record (one Arrow IPC stream each)
-_TYPED_ROWS = 65_536
 _ARROW_ROWS = 4096
 DEFAULT_SNAPSHOT_IDLE_S = 300  # batch reads: the exported snapshot waits this long for a task
-# streaming work per task: a 1M-row transaction arrived in ~24,000 runs of ~40 messages, and one
-# task per run spent more time being scheduled and set up than decoding (bench/spark_pipeline.py).
-# Since rows are decoded in bulk (typed_changes) a task's fixed cost weighs more: 100k 10-row
-# transactions took ~40 s in 19 tasks of 65,536 messages against ~49 s in 75 tasks of 16,384
+# streaming work per task: the reader hands messages over in runs of a few dozen, and one task per
+# run spent more time being scheduled and set up than decoding. Since rows are decoded in bulk
+# (typed_changes) a task's fixed cost weighs more, hence tasks larger than the 16,384 messages they
+# were before; see bench/README.md (Measurements behind design choices)
 DEFAULT_STREAM_TASK_MESSAGES = 65_536
 # and at most about this many message bytes per task (wide rows: each partition is pickled whole)
 STREAM_TASK_BYTES = 64 << 20
@@ -157,7 +158,7 @@ class SourceSettings:
         for key, value in lowered.items():
             if key not in ignored:
                 props[_restore_case(key, names)] = value
-        props.setdefault("connector.class", DEFAULT_CONNECTOR)
+        props.setdefault("connector.class", default_connector_class())
         idle = positive("snapshotIdleSeconds", DEFAULT_SNAPSHOT_IDLE_S) or DEFAULT_SNAPSHOT_IDLE_S
         delivery = choice("snapshotDelivery", SNAPSHOT_DELIVERIES)
         value_format = choice("valueFormat", VALUE_FORMATS)
@@ -169,13 +170,10 @@ class SourceSettings:
                    headers == "true", stream_delivery)
 
 
-DEFAULT_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
-
-
 def _property_names(connector_class: str | None) -> dict[str, str]:
     from headwater.config import connector_fields
 
-    fields = connector_fields(connector_class or DEFAULT_CONNECTOR)
+    fields = connector_fields(connector_class or default_connector_class())
     names = {name.lower(): name for name in fields.names()}
     for field in fields:
         for old in field.deprecated_names:
@@ -198,21 +196,16 @@ def _restore_case(key: str, names: dict[str, str]) -> str:
     return key
 
 
-def _open_feed(settings: SourceSettings) -> tuple[ChangeFeed, SerializerSettings]:
+def _open_feed(settings: SourceSettings) -> tuple[CaptureFeed, SerializerSettings]:
     from headwater.standalone import build_connector, serializer_settings
 
     config = from_properties(settings.connector_properties)
     for warning in config.warnings:
         log.warning("%s", warning)
-    if config.connector_key == "postgresql":
-        from headwater.connectors.postgres.feed import DEFAULT_READ_AHEAD_MESSAGES, PgChangeFeed
-
-        feed: ChangeFeed = PgChangeFeed(config.connector, snapshot_chunk_rows=settings.snapshot_chunk_rows,
-                                        read_ahead_messages=settings.read_ahead_messages
-                                        or DEFAULT_READ_AHEAD_MESSAGES)
-    else:
-        raise ConfigError([f"connector {config.connector_key!r} cannot run as a Spark source yet"])
-    return feed, serializer_settings(config, build_connector(config))
+    connector = build_connector(config)
+    feed = CaptureFeed(connector, snapshot_chunk_rows=settings.snapshot_chunk_rows,
+                       read_ahead_messages=settings.read_ahead_messages or DEFAULT_READ_AHEAD_MESSAGES)
+    return feed, serializer_settings(config, connector)
 
 
 class WorkPartition(InputPartition):
@@ -254,9 +247,9 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
         return batch
 
     decoder = partition.decoder
-    decode_typed = getattr(decoder, "decode_typed", None) if partition.typed_rows else None
-    # streamDelivery=rows: the decoder takes the row changes of typed tables out of the stream
-    changes = decoder.typed_changes() if partition.typed_changes and hasattr(decoder, "typed_changes") else None
+    # streamDelivery=rows: the decoder takes the row changes of tables with typed rows out of the
+    # stream (None: the connector has no typed rows)
+    changes = decoder.typed_row_changes() if partition.typed_changes else None
     with_headers = partition.headers
 
     def add(positioned: PositionedRecord) -> None:
@@ -291,80 +284,46 @@ def _record_batches(partition: WorkPartition) -> Iterator[pa.RecordBatch]:
         rows.append(None)
         row_count.append(None)
 
-    def add_typed(outputs: list[Any]) -> None:
-        from headwater.connectors.postgres import typed_snapshot
+    def add_typed(outputs: Iterable[TypedRows | PositionedRecord]) -> bool:
+        """Typed rows as records, one per batch of rows: the key and value of the table's template
+        record (the sink learns the table's schemas from them), the position and time of the first
+        row, and the rows as an Arrow IPC stream in `typed_rows`; the events among them (rows the
+        decoder built as events after all) as such. True if typed rows were added."""
+        from headwater.engine.typed_rows import to_ipc
 
+        added = False
         for out in outputs:
-            if isinstance(out, PositionedRecord):  # a run pyarrow refused, built as events
+            if isinstance(out, PositionedRecord):
                 add(out)
                 continue
             record, batch = out.template, out.rows
             source = record.value.get("source") or {}
-            first = batch.slice(0, 1).to_pylist()[0]
             for column, cell in zip(columns, (
                     record.topic, serializer.key(record), serializer.value(record),
-                    serializer.header_pairs(record) if with_headers else None, out.op,
-                    first[typed_snapshot.POSITION], first[typed_snapshot.TS_US] // 1000, source.get("db"),
-                    source.get("schema") or None, source.get("table") or None, typed_snapshot.to_ipc(batch),
+                    serializer.header_pairs(record) if with_headers else None, out.op, out.position, out.ts_ms,
+                    source.get("db"), source.get("schema") or None, source.get("table") or None, to_ipc(batch),
                     batch.num_rows)):
                 column.append(cell)
+            added = True
+        return added
 
     for item in partition.items:
-        typed = decode_typed(item) if decode_typed is not None else None
+        typed = decoder.decode_typed_rows(item) if partition.typed_rows else None  # snapshotDelivery=rows
         if typed is not None:
-            if topic:  # records stay in order
-                yield flush()
-            yield from _typed_record_batches(typed, serializer, schema, with_headers)
+            if add_typed(typed):
+                yield flush()  # each record holds a batch of rows: handed over at once
             continue
-        records = decoder.decode(item) if changes is None else decoder.decode_changes(item, changes)  # type: ignore[attr-defined]
+        records = decoder.decode(item) if changes is None else decoder.decode_changes(item, changes)
         for positioned in records:
             add(positioned)
             if len(topic) >= _ARROW_ROWS:
                 yield flush()
-        if changes is not None:
-            add_typed(changes.ready())
+        if changes is not None and add_typed(changes.ready()):
+            yield flush()
     if changes is not None:
         add_typed(changes.finish())
     if topic:
         yield flush()
-
-
-def _typed_record_batches(typed: Any, serializer: Any, schema: pa.Schema,
-                          headers: bool) -> Iterator[pa.RecordBatch]:
-    """A typed snapshot chunk as records: one per up to _TYPED_ROWS rows, each carrying them as an
-    Arrow IPC stream in `typed_rows`, with the key and value of the table's template record (the
-    sink learns the table's schemas from them) and the position of its first row."""
-    import pyarrow as pa
-
-    from headwater.connectors.postgres import typed_snapshot
-    from headwater.connectors.postgres.snapshot import now_us, snapshot_marker
-
-    record, work, table = typed.template, typed.work, typed.rows
-    envelope = record.value
-    source = envelope.get("source") or {}
-    key, value = serializer.key(record), serializer.value(record)
-    header_pairs = serializer.header_pairs(record) if headers else None
-    total = table.num_rows
-    out: list[list[Any]] = [[] for _ in range(len(schema))]
-    for start, batch in _slices(table, _TYPED_ROWS):
-        ts_us = now_us()
-        full = typed_snapshot.with_row_columns(
-            batch, prefix=typed.prefix, start=start, total=total, first_in_table=work.first_chunk,
-            last_in_table=work.last_chunk, first_table=work.first_table, last_table=work.last_table, ts_us=ts_us,
-            marker=snapshot_marker, lsn=work.lsn, txid=work.txid)
-        for column, item in zip(out, (record.topic, key, value, header_pairs, "r", f"{typed.prefix}{start:08X}",
-                                      ts_us // 1000, source.get("db"), source.get("schema") or None,
-                                      source.get("table") or None, typed_snapshot.to_ipc(full), batch.num_rows)):
-            column.append(item)
-    if out[0]:
-        yield pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(out, schema)], schema=schema)
-
-
-def _slices(table: pa.Table, size: int) -> Iterator[tuple[int, pa.RecordBatch]]:
-    start = 0
-    for batch in table.combine_chunks().to_batches(max_chunksize=size):
-        yield start, batch
-        start += batch.num_rows
 
 
 def _spark_offset(offset: dict[str, Any]) -> dict[str, Any]:
@@ -375,14 +334,14 @@ def _spark_offset(offset: dict[str, Any]) -> dict[str, Any]:
 class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, settings: SourceSettings) -> None:
         self.settings = settings
-        self._feed: ChangeFeed | None = None
+        self._feed: CaptureFeed | None = None
         self._serializer: SerializerSettings | None = None
         self._available_now = False
 
     def __getstate__(self) -> dict[str, Any]:  # executors get the settings, never the connections
         return {"settings": self.settings, "_feed": None, "_serializer": None, "_available_now": False}
 
-    def _open(self) -> ChangeFeed:
+    def _open(self) -> CaptureFeed:
         if self._feed is None:
             self._feed, self._serializer = _open_feed(self.settings)
         return self._feed
@@ -396,7 +355,7 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def prepareForTriggerAvailableNow(self) -> None:
         feed = self._open()
-        feed.prepare_available_now()  # type: ignore[attr-defined]
+        feed.prepare_available_now()
         self._available_now = True
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
@@ -480,9 +439,7 @@ class HeadwaterBatchReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         feed, serializer = _open_feed(self.settings)
         try:
-            # _open_feed only builds feeds that can (PostgreSQL)
-            extract = feed.plan_extract  # type: ignore[attr-defined]
-            items, decoder = extract(float(self.settings.snapshot_idle_seconds))
+            items, decoder = feed.plan_extract(float(self.settings.snapshot_idle_seconds))
         finally:
             feed.close()
         if not items:  # nothing captured: one task that reads nothing

@@ -206,8 +206,8 @@ class Chunk:
     # joined chunk carried) — a table altered inside the transaction changes definition there
     relation_changes: list[tuple[int, Relations]] = field(default_factory=list)
     # (messages counted, bytes, change messages): the Spark feed asks for both several times per
-    # chunk (read-ahead bound, batch end, task sizes), and each count walks every message: ~0.3 s
-    # per 1M messages on the driver. Keyed on the message count: joined chunks grow.
+    # chunk (read-ahead bound, batch end, task sizes), and each count walks every message on the
+    # driver (bench/README.md, "Fixed costs cut"). Keyed on the message count: joined chunks grow.
     _counts: tuple[int, int, int] | None = field(default=None, repr=False, compare=False)
 
     def counts(self) -> tuple[int, int]:
@@ -315,7 +315,8 @@ class ChangeEventBuilder:
 
     def _source(self, captured: CapturedTable, lsn: int) -> dict[str, Any]:
         """The source block: everything but the LSN is the same for a table within a
-        transaction, so it is built once and copied (a third of the cost on the hot path)."""
+        transaction, so it is built once and copied: building it for every event was a large
+        share of the hot path (bench/README.md, "Measurements behind design choices")."""
         pos = self.position
         key = (id(captured), pos.xid, pos.commit_ts_us, pos.last_commit_lsn, pos.xmin)
         if self._source_key != key:
@@ -498,7 +499,8 @@ class SnapshotRows:
             self._emit(self._pending.pop(), self._last_in_table)
 
     def _emit(self, raw: list[str | None], last: bool) -> None:
-        from headwater.connectors.postgres.snapshot import now_us, snapshot_marker
+        from headwater.connectors.postgres.snapshot import now_us
+        from headwater.engine.snapshot_plan import snapshot_marker
 
         captured, s = self.captured, self.settings
         marker = snapshot_marker(self._first, last, self.first_table, self.last_table)

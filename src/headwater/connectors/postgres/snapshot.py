@@ -24,8 +24,6 @@ from psycopg2 import sql
 from headwater.connectors.postgres.connection import connection_error
 from headwater.connectors.postgres.schemas import CapturedTable
 from headwater.engine.connector import ConnectorError
-from headwater.relational.plugins import PluginError
-from headwater.relational.snapshot_query import CustomSnapshotQuery
 from headwater.relational.table import TableId
 
 log = logging.getLogger(__name__)
@@ -123,43 +121,6 @@ def aligned_select(conn: Any, captured: CapturedTable, statement: str) -> sql.Co
         sql.SQL(", ").join(items), inner, sql.SQL(", ").join(aliases))
 
 
-def select_overrides(config: Any) -> dict[str, str]:
-    """`snapshot.select.statement.overrides`: data collection -> SELECT."""
-    overrides = {}
-    for name in config.get("snapshot.select.statement.overrides") or []:
-        stmt = config.raw.get(f"snapshot.select.statement.overrides.{name}")
-        if stmt:
-            overrides[name] = stmt
-    return overrides
-
-
-def snapshot_selects(config: Any, custom: CustomSnapshotQuery | None, column_filter: Any,
-                     tables: list[CapturedTable]) -> tuple[list[CapturedTable], dict[str, str]]:
-    """(the tables whose rows are snapshotted, their custom SELECTs by data collection). As
-    Debezium decides per table: a `snapshot.select.statement.overrides` entry, else the custom
-    snapshot query's SELECT (snapshot.query.mode=custom; None or blank: the table's rows are not
-    snapshotted), else every column (no entry)."""
-    overrides = select_overrides(config)
-    kept: list[CapturedTable] = []
-    selects: dict[str, str] = {}
-    for captured in tables:
-        statement = overrides.get(captured.collection)
-        if statement is None and custom is not None:
-            try:
-                statement = custom.query(captured.table.id, list(captured.raw_columns), column_filter)
-            except PluginError as exc:
-                raise ConnectorError(str(exc)) from None
-            if statement is None:
-                log.warning("snapshot query %s gave no SELECT for table %s: its rows are not snapshotted (its "
-                            "changes are streamed)", custom.spec, captured.collection)
-                continue
-            log.info("table %s is snapshotted with %s", captured.collection, statement)
-        if statement is not None:
-            selects[captured.collection] = statement
-        kept.append(captured)
-    return kept, selects
-
-
 # `snapshot.isolation.mode` -> the transaction Debezium opens when there is no exported snapshot
 ISOLATION_STATEMENTS = {
     "serializable": "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE",
@@ -248,21 +209,6 @@ def read_rows(conn: Any, captured: CapturedTable, overrides: dict[str, str], sto
         finally:
             if timer is not None:
                 timer.cancel()
-
-
-def snapshot_marker(first_in_table: bool, last_in_table: bool, first_table: bool, last_table: bool) -> str:
-    """Debezium's `source.snapshot` value for a snapshot row: first / first_in_data_collection /
-    true / last_in_data_collection / last (by table position, so an empty last table means no
-    record says `last`, as in Debezium)."""
-    if last_in_table and last_table:
-        return "last"
-    if first_in_table and first_table:
-        return "first"
-    if last_in_table:
-        return "last_in_data_collection"
-    if first_in_table:
-        return "first_in_data_collection"
-    return "true"
 
 
 def now_us() -> int:

@@ -48,6 +48,14 @@ MESSAGE_VALUE_SCHEMA = struct(
 MESSAGE_COLLECTION = "io.debezium.connector.postgresql.LogicalDecodingMessageMonitor$LogicalDecodingMessageId@1"
 
 
+def position_key(major: int, minor: int, sub: int = 0) -> str:
+    """A record's position (see headwater.engine.feed): 16 + 16 + 8 hex digits. Streamed: the
+    commit LSN of its transaction (of itself when not transactional), its message's number in
+    the transaction, its number among the message's records. Snapshot: 0, the table's and the
+    chunk's numbers, the row's number in the chunk — below every streamed position."""
+    return f"{major:016X}{minor:016X}{sub:08X}"
+
+
 def sequence(last_commit_lsn: int | None, lsn: int | None) -> str:
     """Debezium's `source.sequence`: a JSON array of two LSN strings, [last commit, current]."""
     a = "null" if last_commit_lsn is None else f'"{last_commit_lsn}"'

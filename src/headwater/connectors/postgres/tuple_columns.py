@@ -1,7 +1,7 @@
 """The TupleData of many pgoutput messages, parsed at once into Arrow text columns.
 
-:func:`pgoutput.decode_tuple` walks one tuple value by value in Python: ~8 µs for a 6-column
-row, most of a streamed row's cost on the typed path. Here the tuples of a whole run of messages
+:func:`pgoutput.decode_tuple` walks one tuple value by value in Python, most of a streamed row's
+cost on the typed path (bench/README.md). Here the tuples of a whole run of messages
 (one table, one op) are walked column by column with numpy — one vectorised step per column over
 all rows — and each column's values are gathered into one Arrow string array, with no Python
 object per value.

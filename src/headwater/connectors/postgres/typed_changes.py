@@ -1,14 +1,15 @@
-"""Streamed row changes as typed Arrow columns, for sinks that store rows rather than events.
+"""Streamed row changes as typed rows (:mod:`headwater.engine.typed_rows`), for sinks that store
+rows rather than events.
 
 The streaming counterpart of :mod:`typed_snapshot`. A lake sink turns each change event back into
 a row: Python builds the event (row dict, envelope, source block), the JSON converter writes it,
 and the sink parses it again — most of a streamed row's cost. For a table with a typed layout
-(every value column has an exact typed form, see :func:`typed_snapshot.typed_layout`), inserts,
-plain updates and deletes skip all of that: a message is taken on its first bytes (type, old-tuple
-marker), the tuples of a run of them are parsed together into Arrow text columns
+(every value column has an exact typed form, see :func:`typed_snapshot.typed_row_layout`),
+inserts, plain updates and deletes skip all of that: a message is taken on its first bytes (type,
+old-tuple marker), the tuples of a run of them are parsed together into Arrow text columns
 (:mod:`tuple_columns`) and cast by pyarrow into the types the sink stores, with what the events
-would say per row (op, ordering position, commit time, LSN, transaction id, the previous commit's
-LSN for ``source.sequence``).
+would say per row: op, ordering position, commit time, and the source block's ``lsn``, ``txId``
+and ``sequence`` (the fields of PostgreSQL's source block that vary per row).
 
 Only what an event would carry exactly goes this way. These stay events, built by the usual
 path: an update with an old tuple (a primary-key change becomes a delete and a create;
@@ -36,28 +37,31 @@ import pyarrow as pa
 from headwater.connectors.postgres import pgoutput as pg
 from headwater.connectors.postgres.events import BuilderSettings, StreamPosition, event_failed
 from headwater.connectors.postgres.schemas import CapturedTable
-from headwater.connectors.postgres.source_info import source_block
+from headwater.connectors.postgres.source_info import position_key, source_block
 from headwater.connectors.postgres.tuple_columns import tuple_columns
-from headwater.connectors.postgres.typed_snapshot import (
+from headwater.connectors.postgres.typed_snapshot import TypedRowLayout, typed_row_layout
+from headwater.engine.feed import PositionedRecord
+from headwater.engine.records import SourceRecord
+from headwater.engine.typed_rows import (
+    BATCH_ROWS,
     EVENT_MS,
-    LAST_COMMIT_LSN,
-    LSN,
     OP,
     POSITION,
     TS_US,
-    TXID,
-    TypedLayout,
-    stream_positions,
-    typed_layout,
+    TypedRowChanges,
+    TypedRows,
+    hex_digits,
+    source_column,
+    string_rows,
 )
-from headwater.engine.feed import PositionedRecord, position_key
-from headwater.engine.records import SourceRecord
 from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE
 
 log = logging.getLogger(__name__)
 
-# rows of one table and op gathered before they are converted and handed on
-DEFAULT_BATCH_ROWS = 65_536
+# the source block's fields that vary per row, as typed rows carry them
+SOURCE_LSN = source_column("lsn")
+SOURCE_TX_ID = source_column("txId")
+SOURCE_SEQUENCE = source_column("sequence")
 
 # where the tuple of a taken message starts: after the type byte, the relation OID and the 'N'
 # (the new tuple of an insert or an update without an old one) or the 'K' / 'O' (a delete's old)
@@ -66,13 +70,34 @@ _NEW, _KEY, _OLD = ord("N"), ord("K"), ord("O")
 _INSERT, _UPDATE, _DELETE = ord("I"), ord("U"), ord("D")
 
 
+def stream_positions(majors: np.ndarray, minors: np.ndarray) -> pa.Array:
+    """The positions of streamed messages' first records, ``source_info.position_key(major,
+    minor)`` per row (uint64 arrays), as one byte matrix."""
+    text = np.empty((len(majors), 40), dtype=np.uint8)
+    text[:, :16] = hex_digits(majors, 16)
+    text[:, 16:32] = hex_digits(minors, 16)
+    text[:, 32:] = ord("0")
+    return string_rows(text)
+
+
+def sequences(last_commits: pa.Array, lsns: pa.Array) -> pa.Array:
+    """``source.sequence`` per row, as :func:`source_info.sequence` writes it: ``["<last commit
+    LSN>","<LSN>"]``, ``null`` for a missing one (int64 arrays)."""
+    import pyarrow.compute as pc
+
+    def quoted(numbers: pa.Array) -> pa.Array:
+        text = pc.binary_join_element_wise('"', pc.cast(numbers, pa.string()), '"', "")
+        return pc.if_else(pc.is_null(numbers), pa.scalar("null"), text)
+    return pc.binary_join_element_wise("[", quoted(last_commits), ",", quoted(lsns), "]", "")
+
+
 @dataclass
-class TypedRun:
+class TypedRowRun:
     """Gathered messages of one table version and one op, in arrival order, undecoded: their
     tuples are parsed together when the run is converted (:mod:`tuple_columns`)."""
 
     captured: CapturedTable
-    layout: TypedLayout
+    layout: TypedRowLayout
     op: str
     payloads: list[bytes] = field(default_factory=list)  # the I/U/D messages as pgoutput sent them
     majors: list[int] = field(default_factory=list)  # the position prefix: commit LSN (or LSN) ...
@@ -100,9 +125,9 @@ class TypedRun:
         msg = pg.decode(self.payloads[i])
         return msg.old if self.op == OP_DELETE else msg.new
 
-    def subset(self, rows: list[int]) -> TypedRun:
+    def subset(self, rows: list[int]) -> TypedRowRun:
         """A run of these rows only."""
-        out = TypedRun(self.captured, self.layout, self.op)
+        out = TypedRowRun(self.captured, self.layout, self.op)
         for i in rows:
             out.add(self.payloads[i], self.majors[i], self.minors[i], self.lsns[i], self.txids[i],
                     self.commit_ts_us[i], self.last_commits[i])
@@ -112,7 +137,7 @@ class TypedRun:
         return position_key(self.majors[i], self.minors[i], record)
 
     def to_batch(self) -> tuple[pa.RecordBatch, list[int]]:
-        """The rows as typed columns plus the per-row event columns, and the rows left out: those
+        """The rows as typed rows (their columns and row columns), and the rows left out: those
         whose tuple is not plain text and NULL values (an unchanged-TOAST value, a malformed
         tuple), which go the event path. Raises pyarrow.ArrowInvalid (or ArrowNotImplementedError)
         for a value without an exact typed form."""
@@ -131,11 +156,12 @@ class TypedRun:
 
         majors = np.array(self.majors, dtype=np.uint64)[fast]
         minors = np.array(self.minors, dtype=np.uint64)[fast]
+        lsns = column(self.lsns, pa.int64())
         arrays += [stream_positions(majors, minors), column(self.commit_ts_us, pa.int64()),
-                   pa.repeat(pa.scalar(self.op, pa.string()), n), column(self.lsns, pa.int64()),
-                   column(self.txids, pa.int64()), column(self.last_commits, pa.int64()),
-                   pa.repeat(pa.scalar(time.time_ns() // 1_000_000, pa.int64()), n)]
-        names += [POSITION, TS_US, OP, LSN, TXID, LAST_COMMIT_LSN, EVENT_MS]
+                   pa.repeat(pa.scalar(self.op, pa.string()), n),
+                   pa.repeat(pa.scalar(time.time_ns() // 1_000_000, pa.int64()), n),
+                   lsns, column(self.txids, pa.int64()), sequences(column(self.last_commits, pa.int64()), lsns)]
+        names += [POSITION, TS_US, OP, EVENT_MS, SOURCE_LSN, SOURCE_TX_ID, SOURCE_SEQUENCE]
         return pa.RecordBatch.from_arrays(arrays, names=names), parsed.slow_rows()
 
 
@@ -145,7 +171,7 @@ def _typed(text: pa.Array, arrow: pa.DataType) -> pa.Array:
         return text
     if pa.types.is_boolean(arrow):
         # imported here, like the array: importing pyarrow.compute or building an array at import
-        # time loads pandas (~0.4 s), which the driver's side of the source never needs
+        # time loads pandas, slow to import and never needed on the driver's side of the source
         import pyarrow.compute as pc
 
         if (pc.sum(pc.is_in(text, pa.array(["t", "f"]))).as_py() or 0) != len(text) - text.null_count:
@@ -154,34 +180,25 @@ def _typed(text: pa.Array, arrow: pa.DataType) -> pa.Array:
     return text.cast(arrow)
 
 
-@dataclass
-class TypedChange:
-    """Converted rows of one table and op, with the table's template record: the record of a NULL
-    row (its key and value carry the schemas the sink learns the table from, its source block the
-    constant fields)."""
-
-    template: SourceRecord
-    op: str
-    rows: pa.RecordBatch
-
-
-class TypedChanges:
+class PgTypedRowChanges(TypedRowChanges):
     """Executor side, one per task: takes the row changes of tables with a typed layout out of the
-    message stream (:meth:`take`) and hands them on converted (:meth:`ready`, :meth:`finish`).
-    A run pyarrow refuses comes back as events instead, as :class:`PositionedRecord` s."""
+    message stream (:meth:`take`) and hands them on as typed rows (:meth:`ready`, :meth:`finish`),
+    with the table's template record: the record of a NULL row (its key and value carry the
+    schemas the sink learns the table from, its source block the fields that do not vary per
+    row). A run pyarrow refuses comes back as events instead, as :class:`PositionedRecord` s."""
 
-    def __init__(self, settings: BuilderSettings, batch_rows: int = DEFAULT_BATCH_ROWS) -> None:
+    def __init__(self, settings: BuilderSettings, batch_rows: int = BATCH_ROWS) -> None:
         self.settings = settings
         self.batch_rows = batch_rows
-        self._layouts: dict[int, tuple[CapturedTable, TypedLayout | None, SourceRecord | None]] = {}
-        self._runs: dict[tuple[int, str], TypedRun] = {}
-        self._full: list[TypedRun] = []
+        self._layouts: dict[int, tuple[CapturedTable, TypedRowLayout | None, SourceRecord | None]] = {}
+        self._runs: dict[tuple[int, str], TypedRowRun] = {}
+        self._full: list[TypedRowRun] = []
 
     def take(self, captured: CapturedTable, payload: bytes, lsn: int, major: int, minor: int,
              pos: StreamPosition) -> bool:
         """Gather this I/U/D message of `captured` as a typed row (True), or leave it to the event
         path (False: nothing was changed, `pos` included). `major` and `minor` are the message's
-        position (``engine.feed.position_key``).
+        position (``source_info.position_key``).
 
         Decided from the message's first bytes; its tuple is parsed with the run's. A row whose
         tuple turns out to hold an unchanged-TOAST value is built as an event then."""
@@ -205,27 +222,27 @@ class TypedChanges:
         key = (id(captured), op)
         run = self._runs.get(key)
         if run is None:
-            run = self._runs[key] = TypedRun(captured, layout, op)
+            run = self._runs[key] = TypedRowRun(captured, layout, op)
         run.add(payload, major, minor, lsn, pos.xid, pos.commit_ts_us, pos.last_commit_lsn)
         if len(run) >= self.batch_rows:
             self._full.append(self._runs.pop(key))
         return True
 
-    def ready(self) -> list[TypedChange | PositionedRecord]:
+    def ready(self) -> list[TypedRows | PositionedRecord]:
         """The runs that are full, converted."""
         full, self._full = self._full, []
         return [out for run in full for out in self._convert(run)]
 
-    def finish(self) -> list[TypedChange | PositionedRecord]:
+    def finish(self) -> list[TypedRows | PositionedRecord]:
         """Everything gathered, converted."""
         self._full.extend(self._runs.values())
         self._runs.clear()
         return self.ready()
 
-    def _layout(self, captured: CapturedTable) -> tuple[TypedLayout | None, SourceRecord | None]:
+    def _layout(self, captured: CapturedTable) -> tuple[TypedRowLayout | None, SourceRecord | None]:
         entry = self._layouts.get(id(captured))
         if entry is None or entry[0] is not captured:
-            layout = typed_layout(captured)
+            layout = typed_row_layout(captured)
             template = self._template(captured) if layout is not None else None
             entry = (captured, layout if template is not None else None, template)
             self._layouts[id(captured)] = entry  # the entry keeps `captured`, so its id stays unique
@@ -247,7 +264,7 @@ class TypedChanges:
                                    collection=captured.collection)
         return templates[0] if len(templates) == 1 else None
 
-    def _convert(self, run: TypedRun) -> Iterator[TypedChange | PositionedRecord]:
+    def _convert(self, run: TypedRowRun) -> Iterator[TypedRows | PositionedRecord]:
         _, template = self._layout(run.captured)
         assert template is not None
         try:
@@ -258,11 +275,11 @@ class TypedChanges:
             yield from self._events(run)
             return
         if rows.num_rows:
-            yield TypedChange(template, run.op, rows)
+            yield TypedRows(template, run.op, rows)
         if slow:  # an unchanged-TOAST value (the sink keeps the stored one) or a tuple to decode alone
             yield from self._events(run.subset(slow))
 
-    def _events(self, run: TypedRun) -> Iterator[PositionedRecord]:
+    def _events(self, run: TypedRowRun) -> Iterator[PositionedRecord]:
         """The run's rows as the events the event path builds (the same positions, source blocks
         and failure handling)."""
         s, captured = self.settings, run.captured

@@ -1,14 +1,16 @@
-"""Snapshot chunks as typed Arrow columns, for sinks that store rows rather than events.
+"""Snapshot chunks as typed rows (:mod:`headwater.engine.typed_rows`), for sinks that store rows
+rather than events.
 
 A lake sink turns each snapshot event back into a typed row: Python builds the event, the JSON
-converter writes ~3 KB of schema and payload, and the sink parses it again. For a table whose
-every column has a plain, lossless typed form this module skips all of that: the chunk is read
-with ``COPY … TO STDOUT`` (text format) and parsed by pyarrow's vectorized CSV reader straight into
-the types the sink stores (int16/32/64, bool, string, decimal128(p, s), date32, timestamp[us] and
-timestamp[us, UTC]), the values the events would carry, converted.
+converter writes the whole Connect schema with every row's payload, and the sink parses it
+again. For a table whose every column has a plain, lossless typed form this module skips all of
+that: the chunk is read with ``COPY … TO STDOUT`` (text format) and parsed by pyarrow's
+vectorized CSV reader straight into the types the sink stores (int16/32/64, bool, string,
+decimal128(p, s), date32, timestamp[us] and timestamp[us, UTC]), the values the events would
+carry, converted.
 
-Only the values of the events are replaced, and only where that is exact. A table takes this path
-when every value column is one of :data:`_PLAIN_TYPES` with the Connect schema Debezium gives it
+Only the values of the events are replaced, and only where that is exact. A table has typed rows
+when every value column has a type :func:`_plain_type` maps, with the Connect schema Debezium gives it
 in the connector's configuration (``decimal.handling.mode=precise`` with a declared precision,
 ``time.precision.mode`` giving microseconds, …), no column mapper, and no schema default
 (Kafka's JSON converter writes a field's default for NULL). Anything else — and any chunk whose
@@ -20,15 +22,14 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from headwater.connectors.postgres.schemas import CapturedTable
+from headwater.engine.typed_rows import RESERVED_PREFIX
 from headwater.model.schema import NO_DEFAULT, Schema
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
@@ -36,17 +37,6 @@ _DATES = frozenset({"org.apache.kafka.connect.data.Date", "io.debezium.time.Date
 _STRINGS = {"text": None, "varchar": None, "bpchar": None, "json": "io.debezium.data.Json",
             "jsonb": "io.debezium.data.Json", "uuid": "io.debezium.data.Uuid"}
 _INTEGERS = {"int2": ("int16", pa.int16()), "int4": ("int32", pa.int32()), "int8": ("int64", pa.int64())}
-# the column names the typed batches add (field names cannot start with them)
-RESERVED_PREFIX = "__hw_"
-POSITION = "__hw_position"
-MARKER = "__hw_snapshot"
-TS_US = "__hw_ts_us"  # the read time (snapshot rows), the commit time (streamed rows)
-LSN = "__hw_lsn"
-TXID = "__hw_txid"
-# streamed rows only (typed_changes); absent from snapshot rows
-OP = "__hw_op"
-LAST_COMMIT_LSN = "__hw_last_commit_lsn"  # source.sequence's first element (None: no commit yet)
-EVENT_MS = "__hw_event_ms"  # the envelope's ts_ms: when the row was converted
 
 
 def _plain_type(type_name: str, field: Schema) -> pa.DataType | None:
@@ -81,8 +71,8 @@ def _plain_type(type_name: str, field: Schema) -> pa.DataType | None:
 
 
 @dataclass(frozen=True)
-class TypedLayout:
-    """How one table's chunks become typed columns: per value field, its raw column index and type."""
+class TypedRowLayout:
+    """How one table's rows become typed columns: per value field, its raw column index and type."""
 
     fields: tuple[tuple[str, int, pa.DataType], ...]  # (field name, raw column index, Arrow type)
     raw_count: int
@@ -91,7 +81,7 @@ class TypedLayout:
         return pa.schema([(name, arrow) for name, _, arrow in self.fields])
 
 
-def typed_layout(captured: CapturedTable) -> TypedLayout | None:
+def typed_row_layout(captured: CapturedTable) -> TypedRowLayout | None:
     """The typed layout of this table's rows, or None when some value column has no exact typed
     form (the table is then read as events)."""
     schema = captured.schema
@@ -115,7 +105,7 @@ def typed_layout(captured: CapturedTable) -> TypedLayout | None:
     names = {name for name, _, _ in out}
     if not out or any(k not in names for k in schema.key_fields):
         return None
-    return TypedLayout(tuple(out), len(captured.raw_columns))
+    return TypedRowLayout(tuple(out), len(captured.raw_columns))
 
 
 # the most text one chunk may buffer for the typed path; a chunk with more (wide rows) is read
@@ -142,8 +132,8 @@ def copy_text(conn: Any, query_text: str, limit: int | None = None) -> bytes:
     """The query's rows in PostgreSQL's text format (tab-separated, NULL as ``\\N``, backslash
     escapes), in the session's ISO date style and UTC time zone, so pyarrow reads timestamps as
     instants. Raises ChunkTooLarge past `limit` bytes (default MAX_CHUNK_BYTES; the COPY is
-    abandoned: close the connection). Text rather than CSV: the server writes it faster (1M
-    benchmark rows on one connection: 1.0–1.5 s against 1.7–2.1 s), and escaped values are rare."""
+    abandoned: close the connection). Text rather than CSV: the server writes it faster
+    (bench/README.md), and escaped values are rare."""
     with conn.cursor() as cur:
         cur.execute("SET LOCAL TimeZone = 'UTC'")
         cur.execute("SET LOCAL DateStyle = 'ISO, YMD'")
@@ -162,7 +152,7 @@ def _unescape(text: str) -> str:
     return _ESCAPED.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), text)
 
 
-def parse_text(data: bytes, layout: TypedLayout) -> pa.Table:
+def parse_text(data: bytes, layout: TypedRowLayout) -> pa.Table:
     """Typed columns named after the value fields; raises pyarrow.ArrowInvalid for a value that
     has no exact typed form (the caller reads the chunk as events then). Each row is one line
     (newlines and tabs in values are escaped), so the values split without quoting; only string
@@ -194,92 +184,3 @@ def parse_text(data: bytes, layout: TypedLayout) -> pa.Table:
                 column = pc.replace_with_mask(column, mask, pa.array(fixed, pa.string()))
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=layout.arrow_schema())
-
-
-_HEX_DIGITS = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
-
-
-def _hex(numbers: np.ndarray, digits: int) -> np.ndarray:
-    """Unsigned `numbers` as `digits` upper-case hex digits each: a (len, digits) byte matrix."""
-    text = np.empty((len(numbers), digits), dtype=np.uint8)
-    for digit in range(digits):
-        text[:, digits - 1 - digit] = _HEX_DIGITS[(numbers >> np.uint64(4 * digit)) & np.uint64(0xF)]
-    return text
-
-
-def _string_rows(text: np.ndarray) -> pa.Array:
-    """The rows of a byte matrix as a string array."""
-    count, width = text.shape
-    offsets = np.arange(0, width * (count + 1), width, dtype=np.int32)
-    return pa.Array.from_buffers(pa.string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(text)])
-
-
-def numbered_positions(prefix: str, start: int, count: int) -> pa.Array:
-    """``prefix`` + the numbers ``start .. start + count`` as 8 upper-case hex digits each (the
-    event path's ``f"{prefix}{n:08X}"``), built as one byte matrix: a Python string per row cost
-    ~1.5 µs, more than parsing the row's CSV."""
-    head = prefix.encode("ascii")
-    numbers = np.arange(start, start + count, dtype=np.uint64)
-    if count and int(numbers[-1]) > 0xFFFFFFFF:
-        raise ValueError(f"row number {int(numbers[-1])} does not fit 8 hex digits")
-    text = np.empty((count, len(head) + 8), dtype=np.uint8)
-    text[:, :len(head)] = np.frombuffer(head, dtype=np.uint8)
-    text[:, len(head):] = _hex(numbers, 8)
-    return _string_rows(text)
-
-
-def stream_positions(majors: np.ndarray, minors: np.ndarray) -> pa.Array:
-    """The positions of streamed messages' first records, ``engine.feed.position_key(major,
-    minor)`` per row (uint64 arrays), as one byte matrix."""
-    text = np.empty((len(majors), 40), dtype=np.uint8)
-    text[:, :16] = _hex(majors, 16)
-    text[:, 16:32] = _hex(minors, 16)
-    text[:, 32:] = ord("0")
-    return _string_rows(text)
-
-
-MarkerFn = Callable[[bool, bool, bool, bool], str]
-
-
-def with_row_columns(batch: pa.RecordBatch, *, prefix: str, start: int, total: int, first_in_table: bool,
-                     last_in_table: bool, first_table: bool, last_table: bool, ts_us: int,
-                     marker: MarkerFn, lsn: int, txid: int) -> pa.RecordBatch:
-    """Add what the events would say per row: the ordering position (``prefix`` + row number in
-    the chunk, as the event path numbers them), the ``source.snapshot`` marker, the read time and
-    the snapshot's LSN and transaction id. Rows ``start .. start + len(batch)`` of a chunk of
-    ``total`` rows."""
-    n = batch.num_rows
-    positions = numbered_positions(prefix, start, n)
-    # "true" but on the table's first and last rows; arrays of one value repeated are built in C
-    # (a Python list per column cost ~0.2 µs a value, more than the rest of this function)
-    head = [marker(first_in_table, total == 1 and last_in_table, first_table, last_table)] \
-        if n and start == 0 else []
-    tail = [marker(False, last_in_table, first_table, last_table)] \
-        if n > len(head) and start + n == total and total > 1 else []
-    markers = pa.concat_arrays([pa.array(head, pa.string()),
-                                pa.repeat(pa.scalar("true", pa.string()), n - len(head) - len(tail)),
-                                pa.array(tail, pa.string())])
-
-    def repeated(value: int) -> pa.Array:
-        return pa.repeat(pa.scalar(value, pa.int64()), n)
-    arrays = [*batch.columns, positions, markers, repeated(ts_us), repeated(lsn), repeated(txid)]
-    names = [*batch.schema.names, POSITION, MARKER, TS_US, LSN, TXID]
-    return pa.RecordBatch.from_arrays(arrays, names=names)
-
-
-def from_ipc(records: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The typed rows in the first column of `records` (the blobs of :func:`to_ipc`; NULLs are
-    skipped), batch by batch."""
-    for record in records:
-        for blob in record.column(0).to_pylist():
-            if blob is not None:
-                yield from pa.ipc.open_stream(blob)
-
-
-def to_ipc(batch: pa.RecordBatch) -> bytes:
-    """An Arrow IPC stream of the batch, LZ4-compressed: about a third of the bytes for Spark to
-    copy and cache, for ~0.1 µs a row (readers decompress transparently)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as writer:
-        writer.write_batch(batch)
-    return sink.getvalue().to_pybytes()

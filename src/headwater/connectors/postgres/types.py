@@ -10,7 +10,9 @@ columns). Arrays are parsed by pgJDBC on both paths, so their elements behave li
 JDBC values (java.sql.Date/Time/Timestamp). `schema_and_converter(streaming=…)` reproduces both;
 the recorded evidence is tests/conformance/extra (types_*), the list in docs/compat.md ("Types").
 
-Every mode (`TypeSettings`) is resolved when the converters are built, never per value.
+Every mode (`TypeSettings`) is resolved when the converters are built, never per value. Here is
+PostgreSQL's side of times (its text forms, infinities, BC dates, pgJDBC's sentinels); how Java
+computes and prints them is headwater.relational.java_time's.
 """
 
 from __future__ import annotations
@@ -29,11 +31,19 @@ from typing import Any
 
 from headwater.connectors.postgres.pgoutput import UNCHANGED_TOAST
 from headwater.model.schema import NO_DEFAULT, Field, Schema
+from headwater.relational.java_time import (
+    MICROS_PER_DAY,
+    days_from_civil,
+    days_java_hybrid,
+    interval_iso,
+    micro_duration,
+    zoned_time_iso,
+    zoned_timestamp_iso,
+)
 from headwater.relational.table import Column, Table
 
 Converter = Callable[[str], Any]
 
-_DAYS_PER_MONTH_AVG = 365.25 / 12  # Debezium's MicroDuration.DAYS_PER_MONTH_AVG (30.4375, exact)
 # wide enough for any PostgreSQL numeric (Decimal.normalize must not round)
 _EXACT_CONTEXT = Context(prec=150_000, Emax=999_999, Emin=-999_999)
 
@@ -143,53 +153,7 @@ def encode_binary(value: bytes, mode: str) -> Any:
     return value if encoder is None else encoder(value)
 
 
-# --- calendar arithmetic (Python's datetime stops at year 1; PostgreSQL goes to 4713 BC)
-
-def _days_from_civil(year: int, month: int, day: int) -> int:
-    """Days since 1970-01-01 of a proleptic Gregorian date (astronomical year: 1 BC = 0)."""
-    year -= month <= 2
-    era = year // 400 if year >= 0 else -((399 - year) // 400)  # truncating division, as in C
-    yoe = year - era * 400
-    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
-    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
-
-
-def _civil_from_days(days: int) -> tuple[int, int, int]:
-    z = days + 719468
-    era = z // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = mp + 3 if mp < 10 else mp - 9
-    return yoe + era * 400 + (month <= 2), month, day
-
-
-def _days_from_julian(year: int, month: int, day: int) -> int:
-    """Days since 1970-01-01 of a Julian-calendar date (astronomical year)."""
-    a = (14 - month) // 12
-    y = year + 4800 - a
-    m = month + 12 * a - 3
-    return day + (153 * m + 2) // 5 + 365 * y + y // 4 - 32083 - 2440588
-
-
-def _days_java_hybrid(year: int, month: int, day: int) -> int:
-    """java.util.GregorianCalendar (what pgJDBC's java.sql.Date/Timestamp use): Julian before
-    1582-10-15."""
-    if (year, month, day) < (1582, 10, 15):
-        return _days_from_julian(year, month, day)
-    return _days_from_civil(year, month, day)
-
-
-def _java_year(year: int) -> str:
-    """A year as java.time's ISO formatters print it."""
-    if year > 9999:
-        return f"+{year}"
-    if year < 0:
-        return f"-{-year:04d}"
-    return f"{year:04d}"
-
+# --- dates and times (the Java calendar and text rules: headwater.relational.java_time)
 
 _EPOCH_ORDINAL = _date(1970, 1, 1).toordinal()
 _EPOCH_DATETIME = _datetime(1970, 1, 1)
@@ -219,7 +183,7 @@ def _date_days(text: str) -> int:
     if m is None:
         raise ValueError(f"unrecognised date {text!r}")
     year = int(m.group(1))
-    return _days_from_civil(1 - year if m.group(4) else year, int(m.group(2)), int(m.group(3)))
+    return days_from_civil(1 - year if m.group(4) else year, int(m.group(2)), int(m.group(3)))
 
 
 def _date_days_jdbc(text: str) -> int:
@@ -234,12 +198,12 @@ def _date_days_jdbc(text: str) -> int:
     m = _DATE_RE.match(text)
     if m is None:
         raise ValueError(f"unrecognised date {text!r}")
-    return _days_from_civil(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    return days_from_civil(int(m.group(1)), int(m.group(2)), int(m.group(3)))
 
 
 def _time_micros(text: str) -> int:
     if text.startswith("24:00:00"):
-        return 86_400_000_000
+        return MICROS_PER_DAY
     hh, mm, rest = text.split(":")
     if "." in rest:
         ss, frac = rest.split(".")
@@ -283,7 +247,7 @@ def _split_timestamp(text: str) -> tuple[int, int, int, int, int, int, int, int,
             _offset_seconds(tz) if tz else 0, bc is not None)
 
 
-def _epoch_micros(text: str, days: Callable[[int, int, int], int] = _days_from_civil) -> int:
+def _epoch_micros(text: str, days: Callable[[int, int, int], int] = days_from_civil) -> int:
     year, month, day, hh, mi, ss, micros, offset, bc = _split_timestamp(text)
     seconds = days(1 - year if bc else year, month, day) * 86_400 + hh * 3600 + mi * 60 + ss - offset
     return seconds * 1_000_000 + micros
@@ -308,25 +272,20 @@ def _timestamp_millis(text: str) -> int:
 def _timestamp_micros_jdbc(text: str) -> int:
     """java.sql.Timestamp (array elements): the Julian calendar before 1582-10-15."""
     special = _TS_INFINITY_MICROS.get(text)
-    return special if special is not None else _epoch_micros(text, _days_java_hybrid)
+    return special if special is not None else _epoch_micros(text, days_java_hybrid)
 
 
 def _timestamp_millis_jdbc(text: str) -> int:
     special = _TS_INFINITY_MILLIS.get(text)
-    return special if special is not None else _epoch_micros(text, _days_java_hybrid) // 1000
-
-
-def _fraction(micros: int) -> str:
-    if not micros:
-        return ""
-    return "." + f"{micros:06d}".rstrip("0")
+    return special if special is not None else _epoch_micros(text, days_java_hybrid) // 1000
 
 
 def _timestamptz_iso(text: str) -> str:
     """timestamptz text -> ZonedTimestamp with exactly 6 fraction digits (Debezium formats with the
     column's scale as fractional width, and an unconstrained timestamptz has scale 6)."""
     # Sessions run with TimeZone=UTC, so the common form is 'YYYY-MM-DD HH:MM:SS[.ffffff]+00':
-    # a purely textual rewrite (the general path below is ~20x slower).
+    # a purely textual rewrite, since the general path below computes the instant and formats it
+    # anew for every value (bench/README.md, "Measurements behind design choices").
     if len(text) >= 22 and text[-3:] == "+00" and text[4] == "-" and text[10] == " ":
         body = text[:-3]
         if len(body) == 19:
@@ -335,22 +294,10 @@ def _timestamptz_iso(text: str) -> str:
     return _timestamptz_general(text, 6)
 
 
-def _zoned_iso(year: int, month: int, day: int, seconds: int, micros: int, width: int) -> str:
-    if width <= 0:  # Debezium falls back to ISO_OFFSET_DATE_TIME: only the digits needed
-        fraction = _fraction(micros)
-    else:
-        fraction = "." + f"{micros:06d}".ljust(9, "0")[:width]
-    return (f"{_java_year(year)}-{month:02d}-{day:02d}T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:"
-            f"{seconds % 60:02d}{fraction}Z")
-
-
 def _timestamptz_general(text: str, width: int) -> str:
     if text == "infinity" or text == "-infinity":
         return text
-    total = _epoch_micros(text)
-    days, rest = divmod(total, 86_400_000_000)
-    year, month, day = _civil_from_days(days)
-    return _zoned_iso(year, month, day, rest // 1_000_000, rest % 1_000_000, width)
+    return zoned_timestamp_iso(_epoch_micros(text), width)
 
 
 # Debezium's array path: java.sql.Timestamp.toLocalDateTime() (fields without the era) and
@@ -364,10 +311,8 @@ def _timestamptz_jdbc(text: str, width: int) -> str:
     if text == "-infinity":
         return _TSTZ_ARRAY_NEGATIVE_INFINITY
     year, month, day, hh, mi, ss, micros, offset, _bc = _split_timestamp(text)
-    total = (_days_from_civil(year, month, day) * 86_400 + hh * 3600 + mi * 60 + ss - offset) * 1_000_000 + micros
-    days, rest = divmod(total, 86_400_000_000)
-    y, mo, d = _civil_from_days(days)
-    return _zoned_iso(y, mo, d, rest // 1_000_000, rest % 1_000_000, width)
+    total = (days_from_civil(year, month, day) * 86_400 + hh * 3600 + mi * 60 + ss - offset) * 1_000_000 + micros
+    return zoned_timestamp_iso(total, width)
 
 
 def _timestamptz_converter(pg: PgType, jdbc: bool = False) -> Converter:
@@ -393,21 +338,19 @@ def _timetz_parts(text: str) -> tuple[int, int]:
 
 
 def _timetz_iso(text: str) -> str:
-    secs, micros = _timetz_parts(text)
-    return f"{secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}{_fraction(micros)}Z"
+    return zoned_time_iso(*_timetz_parts(text))
 
 
 def _timetz_iso_jdbc(text: str) -> str:
     """Array elements (java.sql.Time): whole seconds only."""
     secs, _ = _timetz_parts(text)
-    return f"{secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}Z"
+    return zoned_time_iso(secs, 0)
 
 
 # --- intervals, as pgJDBC's PGInterval reads PostgreSQL's `postgres` interval style
 
 _INTERVAL_PART = re.compile(r"(-?\d+) (year|mon|day)s?")
 _INTERVAL_TIME = re.compile(r"([-+])?(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?$")
-_LONG_MAX = (1 << 63) - 1
 
 
 def _interval_fields(text: str) -> tuple[int, int, int, int, int, float]:
@@ -433,39 +376,14 @@ def _interval_fields(text: str) -> tuple[int, int, int, int, int, float]:
     return years, months, days, hours, minutes, seconds
 
 
-def _java_int(value: int) -> int:
-    return (value + (1 << 31)) % (1 << 32) - (1 << 31)
-
-
-def _java_long_of_double(value: float) -> int:
-    """Java's (long) cast of a double: truncation, saturating, NaN -> 0."""
-    if value != value:
-        return 0
-    if value >= 9.223372036854775807e18:
-        return _LONG_MAX
-    if value <= -9.223372036854775808e18:
-        return -_LONG_MAX - 1
-    return int(value)
-
-
 def _interval_micros(text: str) -> int:
-    """interval -> Debezium's MicroDuration.durationMicros: months as 30.4375 days, in doubles."""
-    years, months, days, hours, minutes, seconds = _interval_fields(text)
-    number_of_days = float(_java_int(years * 12 + months)) * _DAYS_PER_MONTH_AVG + days
-    number_of_seconds = (((number_of_days * 24 + hours) * 60) + minutes) * 60 + seconds
-    return _java_long_of_double(number_of_seconds * 1e6)
-
-
-def _plain_seconds(seconds: float) -> str:
-    """BigDecimal.valueOf(double) without trailing zeros, as a plain number."""
-    text = format(Decimal(repr(seconds)).normalize(), "f")
-    return "0" if text in ("0", "-0") else text
+    """interval -> Debezium's MicroDuration (months as 30.4375 days, in doubles)."""
+    return micro_duration(*_interval_fields(text))
 
 
 def _interval_iso(text: str) -> str:
-    """interval.handling.mode=string: Debezium's Interval.toIsoString (P…Y…M…DT…H…M…S)."""
-    years, months, days, hours, minutes, seconds = _interval_fields(text)
-    return f"P{years}Y{months}M{days}DT{hours}H{minutes}M{_plain_seconds(seconds)}S"
+    """interval.handling.mode=string: Debezium's Interval (P…Y…M…DT…H…M…S)."""
+    return interval_iso(*_interval_fields(text))
 
 
 # --- arrays

@@ -33,13 +33,15 @@ from headwater.connectors.postgres.events import (
 )
 from headwater.connectors.postgres.schemas import CapturedTable
 from headwater.connectors.postgres.snapshot_lease import SnapshotLease, chunk_done
-from headwater.connectors.postgres.typed_changes import TypedChanges
-from headwater.engine.feed import PositionedRecord, WorkDecoder, position_key
+from headwater.connectors.postgres.source_info import position_key
+from headwater.connectors.postgres.typed_changes import PgTypedRowChanges
+from headwater.engine.feed import PositionedRecord, WorkDecoder
 from headwater.engine.records import SourceRecord
+from headwater.engine.snapshot_plan import snapshot_marker
 from headwater.relational.table import Table
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    from headwater.engine.typed_rows import TypedRowChanges, TypedRows
 
 log = logging.getLogger(__name__)
 
@@ -86,18 +88,6 @@ class SnapshotWork:
     txid: int
 
 
-@dataclass
-class TypedChunk:
-    """A snapshot chunk read as typed columns: `template` is the record of a NULL row of the
-    table (its schemas and source block), `rows` the chunk's values, `prefix` the chunks' position
-    prefix (row n is at `prefix` + n as 8 hex digits, as in the event path)."""
-
-    template: SourceRecord
-    prefix: str
-    rows: pa.Table
-    work: SnapshotWork
-
-
 class PgWorkDecoder(WorkDecoder):
     """Executor side: builds records from stream chunks and reads snapshot chunks."""
 
@@ -118,18 +108,19 @@ class PgWorkDecoder(WorkDecoder):
             return self._snapshot(item)
         raise TypeError(f"not a PostgreSQL work item: {type(item).__name__}")
 
-    def typed_changes(self) -> TypedChanges:
+    def typed_row_changes(self) -> PgTypedRowChanges:
         """A task's gatherer of typed row changes (see :meth:`decode_changes`)."""
-        return TypedChanges(self.settings)
+        return PgTypedRowChanges(self.settings)
 
-    def decode_changes(self, item: Any, typed: TypedChanges) -> Iterator[PositionedRecord]:
-        """Like :meth:`decode`, but the row changes `typed` takes (tables with a typed layout) go
-        to it instead of becoming events (``typed_changes``); it hands them on converted."""
+    def decode_changes(self, item: Any, changes: TypedRowChanges) -> Iterator[PositionedRecord]:
+        """Like :meth:`decode`, but the row changes `changes` takes (tables with a typed layout) go
+        to it instead of becoming events (:mod:`typed_changes`); it hands them on as typed rows."""
         if isinstance(item, StreamWork):
-            return iter(self._stream(item.chunk, typed))
+            assert isinstance(changes, PgTypedRowChanges)
+            return iter(self._stream(item.chunk, changes))
         return self.decode(item)
 
-    def _stream(self, chunk: Chunk, typed: TypedChanges | None = None) -> list[PositionedRecord]:
+    def _stream(self, chunk: Chunk, typed: PgTypedRowChanges | None = None) -> list[PositionedRecord]:
         if self._builder is None:
             self._builder = self.settings.create_builder()
         chunk_builder = self._builder
@@ -165,8 +156,8 @@ class PgWorkDecoder(WorkDecoder):
                 builder.handle(payload, lsn)
         return out
 
-    def decode_typed(self, item: Any) -> TypedChunk | None:
-        """A snapshot chunk as typed columns (``typed_snapshot``), or None when the chunk has to be
+    def decode_typed_rows(self, item: Any) -> list[TypedRows] | None:
+        """A snapshot chunk as typed rows (:mod:`typed_snapshot`), or None when the chunk has to be
         read as events: not a snapshot chunk, a custom SELECT, a column without an exact typed
         form, or a value pyarrow does not accept."""
         import pyarrow as pa
@@ -174,17 +165,20 @@ class PgWorkDecoder(WorkDecoder):
         from headwater.connectors.postgres import typed_snapshot as typed
         from headwater.connectors.postgres.snapshot import now_us
         from headwater.connectors.postgres.source_info import source_block
+        from headwater.engine.typed_rows import snapshot_chunk_rows
         from headwater.model.envelope import OP_READ
 
         if not isinstance(item, SnapshotWork) or item.override:
             return None
         work, s = item, self.settings
         captured = s.registry(None).build(work.table, work.raw_columns, from_relation=False)
-        layout = typed.typed_layout(captured)
+        layout = typed.typed_row_layout(captured)
         if layout is None:
             return None
         # the record an event of this table would be (NULL values): its key and value JSON carry
-        # the schemas the sink learns the table from, its source block the constant fields
+        # the schemas the sink learns the table from, its source block the fields that do not vary
+        # per row (all but the snapshot marker: the chunk's rows share the snapshot's LSN and
+        # transaction)
         templates: list[SourceRecord] = []
         table_id = captured.table.id
         source = source_block(s.server, s.dbname, ts_us=now_us(), snapshot="true", schema=table_id.schema or "",
@@ -203,7 +197,7 @@ class PgWorkDecoder(WorkDecoder):
                 with conn.cursor() as cur:
                     cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     cur.execute("SET TRANSACTION SNAPSHOT %s", (work.snapshot_name,))
-                data = typed.copy_text(conn, _chunk_query(conn, captured, work))
+                data = typed.copy_text(conn, chunk_query(conn, captured, work))
                 conn.rollback()
             finally:
                 conn.close()
@@ -223,7 +217,9 @@ class PgWorkDecoder(WorkDecoder):
         if self.lease is not None:
             chunk_done(self.connect_args, self.lease, f"{work.table_index}:{work.chunk_index}")
         prefix = position_key(0, (work.table_index << 32) | work.chunk_index)[:32]
-        return TypedChunk(templates[0], prefix, table, work)
+        return snapshot_chunk_rows(templates[0], table, prefix=prefix, first_in_table=work.first_chunk,
+                                   last_in_table=work.last_chunk, first_table=work.first_table,
+                                   last_table=work.last_table, marker=snapshot_marker)
 
     def _snapshot(self, work: SnapshotWork) -> Iterator[PositionedRecord]:
         s = self.settings
@@ -264,7 +260,7 @@ class PgWorkDecoder(WorkDecoder):
                     with conn.cursor() as cur:
                         cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                         cur.execute("SET TRANSACTION SNAPSHOT %s", (work.snapshot_name,))
-                    _copy_rows(conn, captured, work, rows.on_row, cancelled)
+                    copy_rows(conn, captured, work, rows.on_row, cancelled)
                     rows.finish()
                     conn.rollback()
                 finally:
@@ -316,7 +312,7 @@ def _chunk_condition(work: SnapshotWork) -> tuple[sql.Composable | None, list[An
     return sql.SQL(" AND ").join(parts), params
 
 
-def _chunk_query(conn: Any, captured: CapturedTable, work: SnapshotWork) -> str:
+def chunk_query(conn: Any, captured: CapturedTable, work: SnapshotWork) -> str:
     base = snap.select_statement(captured, {captured.collection: work.override} if work.override else {}, conn)
     condition, params = _chunk_condition(work)
     query: sql.Composable = base
@@ -330,8 +326,8 @@ def _chunk_query(conn: Any, captured: CapturedTable, work: SnapshotWork) -> str:
     return text.decode() if isinstance(text, bytes) else text
 
 
-def _copy_rows(conn: Any, captured: CapturedTable, work: SnapshotWork, on_row: Any, stop: threading.Event) -> None:
-    text = _chunk_query(conn, captured, work)
+def copy_rows(conn: Any, captured: CapturedTable, work: SnapshotWork, on_row: Any, stop: threading.Event) -> None:
+    text = chunk_query(conn, captured, work)
     with conn.cursor() as cur:
         sink = snap._LineSink(lambda line: on_row(snap.parse_copy_line(line)), stop)
         cur.copy_expert(f"COPY ({text}) TO STDOUT", sink, size=1 << 16)

@@ -48,7 +48,7 @@ from pyspark.sql.types import (
 Schema = dict[str, Any]  # a Connect schema as the JSON converter renders it
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
-# the "format" of values that are already of their spark_type (typed snapshot rows): nothing to convert
+# the "format" of values that are already of their spark_type (typed rows): nothing to convert
 NATIVE = "native"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
 _DATES = frozenset({"org.apache.kafka.connect.data.Date", "io.debezium.time.Date"})
@@ -235,9 +235,10 @@ _UNSIGNED_EXCESS = " ".join(f"WHEN {2 * n} THEN {2 ** (8 * n)}BD" for n in range
 def _long_decimal_sql(b64: str, precision: int, scale: int) -> str:
     """A decimal of at most 18 digits from its base64 big-endian two's-complement unscaled value:
     the bytes read as an unsigned number by ``conv``, less 2^(8n) when the sign bit is set, times
-    10^-scale (exact decimal arithmetic). About 7× cheaper per row than the 128-bit text route,
-    and nearly every numeric column is this narrow. Longer than 8 bytes: NULL, like the wide route
-    for values it cannot hold (the schema's precision rules them out)."""
+    10^-scale (exact decimal arithmetic). Much cheaper per row than the 128-bit text route
+    (bench/README.md, "Per-row costs"), and nearly every numeric column is this narrow. Longer
+    than 8 bytes: NULL, like the wide route for values it cannot hold (the schema's precision
+    rules them out)."""
     h = f"hex(unbase64({b64}))"
     unsigned = f"CAST(conv({h}, 16, 10) AS DECIMAL(20, 0))"
     # 19 digits hold any signed 64-bit value and keep the product within Spark's 38 digits (a

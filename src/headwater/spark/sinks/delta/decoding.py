@@ -1,0 +1,234 @@
+"""Decoding: a topic's records of one batch into parsed frames, in the columns the change log and
+the current state read.
+
+Two forms arrive. JSON events are parsed with their Connect schemas (``from_json``; see
+:mod:`headwater.spark.sinks.connect_types`). Typed rows (source options ``snapshotDelivery=rows``
+and ``streamDelivery=rows``; the contract is :mod:`headwater.engine.typed_rows`) are decoded in the
+executors (``mapInArrow``) straight into the table's column types, and given the fields the events
+would carry: the source block is the template's (the record's value), with the fields the rows
+carry per row taken from them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from headwater.engine.typed_rows import (
+    EVENT_MS,
+    IPC_SCHEMA_BYTES,
+    OP,
+    POSITION,
+    SOURCE_PREFIX,
+    TIME_FIELDS,
+    TS_US,
+    ipc_schema,
+    read_ipc,
+    source_column,
+)
+from headwater.spark.sinks import connect_types as ct
+from headwater.spark.sinks.connect_types import quote
+from headwater.spark.sinks.delta.schemas import ENVELOPE_PREFIX, TYPED_ROWS, Summary, Topic
+
+
+@dataclass
+class Part:
+    """Events of one topic in one form, parsed: columns position, op, ts_ms, k, v (what the change
+    log stores). Typed rows also keep their flat form, which the current-state table reads: the
+    envelope's structs would be built for every row just to take the values out again."""
+
+    parsed: Any  # None for typed rows when no change log is written
+    fmt: str  # how values are encoded (ct.NATIVE: already of their stored types)
+    tag: str  # the suffix of its writes' transaction ids
+    flat: Any = None  # typed rows: the table's columns plus the row columns (engine.typed_rows)
+    records: Any = None  # typed rows: the records carrying them (Arrow IPC, not decoded)
+
+
+def json_events(events: Any, topic: Topic, summary: Summary, decimal_format: str) -> Any:
+    """JSON records parsed with their Connect schemas (values of :func:`ct.json_type`)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    fmt = decimal_format
+    row_type = ct.json_type(topic.row, fmt)
+    payload = [StructField("before", row_type), StructField("after", row_type), StructField("ts_ms", LongType())]
+    if topic.source is not None:
+        payload.append(StructField("source", ct.json_type(topic.source, fmt)))
+    if topic.transaction is not None:
+        payload.append(StructField("transaction", ct.json_type(topic.transaction, fmt)))
+    value_type = StructType([StructField("payload", StructType(payload))])
+    value = F.from_json("value", value_type)["payload"]
+    if summary.bare:
+        value = F.when(F.col("value").startswith(ENVELOPE_PREFIX), value).otherwise(
+            F.from_json("value", StructType(payload)))
+    key_struct = StructType([StructField(f["field"], ct.json_type(f, fmt)) for f in topic.key_fields])
+    key_type = StructType([StructField("payload", key_struct)]) if topic.key_wrapped else key_struct
+    parsed = events.select(
+        "position", "op", "ts_ms",
+        (F.from_json("key", key_type).alias("k") if topic.key_fields else F.lit(None).alias("k")),
+        value.alias("v"))
+    if topic.key_fields and topic.key_wrapped:
+        parsed = parsed.withColumn("k", F.col("k")["payload"])
+    return parsed
+
+
+# -- typed rows ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TypedSource:
+    """The source block of a topic's typed rows in one batch: the fields the executors give each
+    row (the rows carry them, or their templates differ) and the others, the same for all."""
+
+    per_row: tuple[str, ...]
+    constants: dict[str, Any]
+
+
+def typed_source(records: Any, topic: Topic) -> TypedSource:
+    """What the typed records say of their source blocks, read on the driver (a record stands for
+    up to a batch of rows, so there are few): their templates' source blocks (the records' values)
+    and the source fields their rows carry (the schemas at the start of their Arrow IPC streams).
+    A field carried by some rows or differing between templates is given per row; every other one
+    is a constant of the batch, which Spark adds to the rows without their passing through Arrow."""
+    from pyspark.sql import functions as F
+
+    if topic.source is None:
+        return TypedSource((), {})
+    found = records.select("value", F.substring(TYPED_ROWS, 1, IPC_SCHEMA_BYTES).alias("head")).collect()
+    templates = [template_source(r["value"]) for r in found]
+    carried: set[str] = set()
+    every_field = False  # a schema longer than the head: any field may be carried
+    for r in found:
+        schema = ipc_schema(bytes(r["head"]))
+        if schema is None:
+            every_field = True
+        else:
+            carried.update(n[len(SOURCE_PREFIX):] for n in schema.names if n.startswith(SOURCE_PREFIX))
+    per_row: list[str] = []
+    constants: dict[str, Any] = {}
+    for f in topic.source["fields"]:
+        name = f["field"]
+        if name in TIME_FIELDS:
+            continue
+        values = {json.dumps(t.get(name), sort_keys=True) for t in templates}
+        if every_field or name in carried or len(values) > 1:
+            per_row.append(name)
+        else:
+            constants[name] = templates[0].get(name) if templates else None
+    return TypedSource(tuple(per_row), constants)
+
+
+def template_source(value: str | None) -> dict[str, Any]:
+    """The source block of a typed record's template (its value, with its schema or without)."""
+    if value is None:
+        return {}
+    document = json.loads(value)
+    envelope = document.get("payload") if isinstance(document, dict) and "schema" in document else document
+    source = envelope.get("source") if isinstance(envelope, dict) else None
+    return source if isinstance(source, dict) else {}
+
+
+def typed_rows(records: Any, topic: Topic, decimal_format: str, source: TypedSource | None) -> Any:
+    """Typed rows (Arrow IPC in ``typed_rows``: snapshot chunks and streamed row changes, see
+    :mod:`headwater.engine.typed_rows`), decoded in the executors: the table's columns, already of
+    their stored types, and the row columns; with `source` (for the change log) also the source
+    fields it gives per row, as ``SOURCE_PREFIX + field``."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    fmt = decimal_format
+    extra: list[tuple[str, Any]] = [(POSITION, StringType()), (OP, StringType()), (TS_US, LongType())]
+    per_row: tuple[str, ...] = ()
+    if source is not None:  # else the current-state table's merge reads no more (Spark cannot prune a mapInArrow)
+        assert topic.source is not None or not source.per_row
+        fields = {f["field"]: f for f in (topic.source or {}).get("fields", [])}
+        per_row = source.per_row
+        extra += [(EVENT_MS, LongType())] + [(source_column(n), ct.json_type(fields[n], fmt)) for n in per_row]
+    flat = StructType([StructField(f["field"], ct.spark_type(f, fmt), True) for f in topic.row["fields"]]
+                      + [StructField(name, kind, True) for name, kind in extra])
+    columns = ["value", TYPED_ROWS] if per_row else [TYPED_ROWS]
+    return records.select(*columns).mapInArrow(TypedRowsDecoder(flat, per_row), flat)
+
+
+def typed_envelopes(rows: Any, topic: Topic, decimal_format: str, source: TypedSource) -> Any:
+    """Typed rows (:func:`typed_rows`) given the event fields the events would carry: position and
+    op, ``before``/``after`` (a delete's row is its before), ``source`` (the time fields from the
+    row's time, the fields of `source` given per row from the rows, the others constants).
+    Parsed like the JSON events, with values already of their stored types."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+
+    fmt = decimal_format
+    fields = list(topic.row["fields"])
+
+    def col(name: str) -> Any:
+        return F.col(quote(name))
+
+    ts_us, op = col(TS_US), col(OP)
+    times = {"ts_ms": F.floor(ts_us / 1000), "ts_us": ts_us, "ts_ns": ts_us * 1000}
+
+    def source_field(f: ct.Schema) -> Any:
+        name = f["field"]
+        if name in times:
+            value = times[name]
+        elif name in source.per_row:
+            value = col(source_column(name))
+        else:
+            value = F.lit(source.constants.get(name))
+        return value.cast(ct.json_type(f, fmt)).alias(name)
+
+    row_type = StructType([StructField(f["field"], ct.spark_type(f, fmt), True) for f in fields])
+    row = F.struct(*[col(f["field"]) for f in fields])
+    deleted = op == "d"
+    payload = [F.when(deleted, row).otherwise(F.lit(None).cast(row_type)).alias("before"),
+               F.when(deleted, F.lit(None).cast(row_type)).otherwise(row).alias("after"),
+               F.coalesce(col(EVENT_MS), F.floor(ts_us / 1000)).cast("BIGINT").alias("ts_ms")]
+    if topic.source is not None:
+        payload.append(F.struct(*[source_field(f) for f in topic.source["fields"]]).alias("source"))
+    if topic.transaction is not None:
+        payload.append(F.lit(None).cast(ct.json_type(topic.transaction, fmt)).alias("transaction"))
+    key = (F.struct(*[col(f["field"]) for f in topic.key_fields]).alias("k") if topic.key_fields
+           else F.lit(None).alias("k"))
+    return rows.select(col(POSITION).alias("position"), op.alias("op"),
+                       F.floor(ts_us / 1000).cast("BIGINT").alias("ts_ms"), key, F.struct(*payload).alias("v"))
+
+
+class TypedRowsDecoder:
+    """``mapInArrow`` function: records carrying typed rows (``typed_rows``, and ``value`` when
+    `per_row` names source fields) → batches of `schema`, columns by name: one the rows lack (a
+    column added since) is NULL, but a source field of `per_row` the rows do not carry is their
+    template's."""
+
+    def __init__(self, schema: Any, per_row: tuple[str, ...] = ()) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.schema = to_arrow_schema(schema, timezone="UTC")  # Spark exchanges instants in UTC
+        self.per_row = per_row
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        target = self.schema
+        from_template = {source_column(n) for n in self.per_row}
+        for record in batches:
+            values = record.column("value").to_pylist() if from_template else None
+            for i, blob in enumerate(record.column(TYPED_ROWS).to_pylist()):
+                if blob is None:
+                    continue
+                template: dict[str, Any] | None = None
+                for part in read_ipc(blob):
+                    names = set(part.schema.names)
+                    arrays = []
+                    for f in target:
+                        if f.name in names:
+                            arrays.append(part.column(f.name).cast(f.type))
+                        elif f.name in from_template and values is not None:
+                            if template is None:
+                                template = template_source(values[i])
+                            constant = template.get(f.name[len(SOURCE_PREFIX):])
+                            arrays.append(pa.nulls(part.num_rows, f.type) if constant is None
+                                          else pa.repeat(pa.scalar(constant, f.type), part.num_rows))
+                        else:
+                            arrays.append(pa.nulls(part.num_rows, f.type))
+                    yield pa.RecordBatch.from_arrays(arrays, schema=target)
