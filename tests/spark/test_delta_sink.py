@@ -338,6 +338,7 @@ def test_typed_rows_take_the_source_fields_of_their_rows_and_templates(spark, tm
     own template's, with the fields the rows carry (PostgreSQL: the snapshot marker of snapshot
     rows; LSN, transaction id and sequence of changes) taken from the rows; the change log's
     connector columns (tx_id, lsn) follow."""
+    from headwater.connectors.postgres.source_info import LAST_COMMIT_LSN
     from headwater.engine.typed_rows import EVENT_MS, MARKER, OP, POSITION, TS_US, source_column
     from headwater.spark.sinks.delta import DeltaSink
     from headwater.spark.source import SCHEMA
@@ -351,11 +352,11 @@ def test_typed_rows_take_the_source_fields_of_their_rows_and_templates(spark, tm
     created = _typed_record(template, "c", change, {
         "id": [3], "first_name": ["c"], "last_name": [None], "email": ["c@x"], "score": [3], POSITION: ["03"],
         OP: ["c"], TS_US: [1_700_000_001_000_000], EVENT_MS: [1_700_000_002_000], source_column("lsn"): [200],
-        source_column("txId"): [8], source_column("sequence"): ['["150","200"]']})
+        source_column("txId"): [8], LAST_COMMIT_LSN: [150]})
     updated = _typed_record(template, "u", change, {
         "id": [1], "first_name": ["a2"], "last_name": [None], "email": [None], "score": [1], POSITION: ["04"],
         OP: ["u"], TS_US: [1_700_000_003_000_000], EVENT_MS: [1_700_000_004_000], source_column("lsn"): [300],
-        source_column("txId"): [9], source_column("sequence"): ['["200","300"]']})
+        source_column("txId"): [9], LAST_COMMIT_LSN: [200]})
     sink = DeltaSink(spark, str(tmp_path / "lake"))
     sink.write(spark.createDataFrame([snapshot, created, updated], SCHEMA), 0)
     assert sink.timings.get("typed", 0) > 0
@@ -380,6 +381,21 @@ def test_typed_rows_take_the_source_fields_of_their_rows_and_templates(spark, tm
     current = delta_rows(spark, sink.table_path(template["topic"]), ["id"], with_meta=True)
     assert {k: (r["first_name"], r["__headwater_op"], r["__headwater_position"]) for k, r in current.items()} == {
         (1,): ("a2", "u", "04"), (2,): ("b", "r", "02"), (3,): ("c", "c", "03")}
+
+
+def test_the_sequence_postgresql_typed_rows_derive_is_the_text_its_events_carry(spark):
+    """The sink derives `source.sequence` of streamed typed rows from their LSNs, as the
+    connector's description says; it must write what the event's source block would."""
+    from pyspark.sql import functions as F
+
+    from headwater.connectors.postgres.source_info import SEQUENCE, sequence
+
+    pairs = [(24023928, 24023928), (None, 123), (3, 30), (None, None)]
+    (lsn, _), (last, _) = SEQUENCE.inputs
+    frame = spark.createDataFrame(pairs, f"`{last}` BIGINT, `{lsn}` BIGINT")
+    got = [r[0] for r in frame.select(F.expr(SEQUENCE.expression)).collect()]
+    assert got == [sequence(a, b) for a, b in pairs]
+    assert got[:2] == ['["24023928","24023928"]', '[null,"123"]']
 
 
 def test_delta_sink_rejects_values_without_schemas_and_bad_options(spark, tmp_path):

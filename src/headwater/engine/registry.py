@@ -27,11 +27,25 @@ class ChangelogColumn:
 
 
 @dataclass(frozen=True)
+class DerivedRowField:
+    """A `source` field of typed rows computed from their columns: `inputs` are (column, SQL type)
+    — the first one present in every row that derives the field — and `expression` an SQL
+    expression over them (as Spark SQL evaluates it)."""
+
+    field: str
+    inputs: tuple[tuple[str, str], ...]
+    expression: str
+
+
+@dataclass(frozen=True)
 class SourceDescription:
     """What consumers of a connector's events may know about it without importing it."""
 
     name: str                                    # `source.connector`, e.g. "postgresql"
     changelog_columns: tuple[ChangelogColumn, ...] = ()
+    # source fields a lake sink derives for each typed row (headwater.engine.typed_rows) from the
+    # rows' columns instead of the rows carrying them as text
+    derived_row_fields: tuple[DerivedRowField, ...] = ()
 
 
 def connector_class(key_or_class: str) -> type[SourceConnector]:

@@ -21,7 +21,8 @@ A batch of typed rows holds the table's value columns (named as the fields of th
   for this row, for the fields whose value varies from row to row. The connector decides which
   (PostgreSQL: ``lsn``, ``txId`` and ``sequence`` of changes, :data:`MARKER` of snapshot rows);
   every other field of the source block is the template's. The time fields are never among them:
-  they come from ``TS_US``.
+  they come from ``TS_US``. A batch that carries such a column has no NULL in it (a sink reads
+  NULL as "not carried": the template's value).
 
 The template is the record of the table's event for a row of NULLs: its key and value carry the
 table's schemas (the sink learns the table from them), its source block the fields the rows do

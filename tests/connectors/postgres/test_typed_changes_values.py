@@ -33,13 +33,3 @@ def test_text_values_become_the_stored_types():
 def test_values_without_an_exact_typed_form_are_refused(text, arrow):
     with pytest.raises((pa.ArrowInvalid, pa.ArrowNotImplementedError)):
         _typed(pa.array(["1" if arrow != pa.bool_() else "t", text], pa.string()), arrow)
-
-
-def test_sequences_are_the_text_the_source_block_carries():
-    from headwater.connectors.postgres.source_info import sequence
-    from headwater.connectors.postgres.typed_changes import sequences
-
-    last, lsns = [24023928, None, 3], [24023928, 123, 30]
-    got = sequences(pa.array(last, pa.int64()), pa.array(lsns, pa.int64())).to_pylist()
-    assert got == [sequence(a, b) for a, b in zip(last, lsns)] == ['["24023928","24023928"]', '[null,"123"]',
-                                                                    '["3","30"]']

@@ -337,12 +337,12 @@ class PgCaptureSource(CaptureSource):
 
     # -- streaming source ------------------------------------------------------------------
 
-    def _reader(self, start: Offset, emit: Emit, pool: Any) -> StreamingReader:
+    def _reader(self, start: Offset, emit: Emit, pool: Any, settings: Any = None) -> StreamingReader:
         c = self.connector
         self.close_snapshot()
         c.apply_replica_identities(self._conn, self._table_ids)
         reader = StreamingReader(
-            repl_conn=self._replication(), registry=self._registry, settings=c.builder_settings(),
+            repl_conn=self._replication(), registry=self._registry, settings=settings or c.builder_settings(),
             slot_name=c.slot_name, publication=c.publication,
             status_interval_s=max(self.config.get("status.update.interval.ms") / 1000, 1.0),
             flush_lsn_to_server=c.flush_lsn_enabled(), emit=emit,
@@ -361,9 +361,10 @@ class PgCaptureSource(CaptureSource):
     def stream(self, start: Offset, emit: Emit, stop: threading.Event) -> None:
         c = self.connector
         pool = c.pool
+        settings = c.builder_settings()  # the reader's and the workers' (the same events either way)
         if pool is not None:
-            pool.start(c.builder_settings())
-        reader = self._reader(start, emit, pool)
+            pool.start(settings)
+        reader = self._reader(start, emit, pool, settings)
         self._streaming = reader
         reader.start()
         log.info("streaming from slot %s at %s%s", c.slot_name, format_lsn(start.get("lsn_commit") or 0),

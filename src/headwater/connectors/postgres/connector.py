@@ -30,7 +30,7 @@ from headwater.connectors.postgres.replication import (
     read_slot,
     wait_until_slot_free,
 )
-from headwater.connectors.postgres.source_info import CONNECTOR_NAME, PgOffset
+from headwater.connectors.postgres.source_info import CONNECTOR_NAME, SEQUENCE, PgOffset
 from headwater.connectors.postgres.spool import StreamSpools, directory_identity
 from headwater.connectors.postgres.types import TypeSettings
 from headwater.connectors.postgres.work import PgWorkDecoder
@@ -58,8 +58,9 @@ _MODES = {"always", "initial", "initial_only", "no_data", "when_needed", "config
 
 class PostgresConnector(SourceConnector):
     connector_name = CONNECTOR_NAME
-    description = SourceDescription(CONNECTOR_NAME, (ChangelogColumn("txId", "BIGINT", "tx_id"),
-                                                     ChangelogColumn("lsn", "BIGINT", "lsn")))
+    description = SourceDescription(
+        CONNECTOR_NAME, (ChangelogColumn("txId", "BIGINT", "tx_id"), ChangelogColumn("lsn", "BIGINT", "lsn")),
+        derived_row_fields=(SEQUENCE,))
 
     def __init__(self, config: Configuration) -> None:
         self.config = config

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater import __version__
+from headwater.engine.registry import DerivedRowField
 from headwater.model.envelope import COMMON_SOURCE_FIELDS, TRANSACTION_BLOCK_SCHEMA
 from headwater.model.schema import OPTIONAL_BYTES, OPTIONAL_INT64, OPTIONAL_STRING, STRING, struct
 
@@ -54,6 +55,22 @@ def position_key(major: int, minor: int, sub: int = 0) -> str:
     the transaction, its number among the message's records. Snapshot: 0, the table's and the
     chunk's numbers, the row's number in the chunk — below every streamed position."""
     return f"{major:016X}{minor:016X}{sub:08X}"
+
+
+# Typed rows (headwater.engine.typed_rows) of streamed changes carry the LSN
+# (`__hw_source_lsn`) and source.sequence's first element in a column of the connector's own;
+# the sink derives `sequence` from the two as SEQUENCE says (a text column per row cost the
+# change log more than two numbers)
+SOURCE_LSN_COLUMN = "__hw_source_lsn"
+LAST_COMMIT_LSN = "__hw_pg_last_commit_lsn"
+
+
+def _quoted_sql(column: str) -> str:
+    return f"coalesce(concat('\"', CAST(`{column}` AS STRING), '\"'), 'null')"
+
+
+SEQUENCE = DerivedRowField("sequence", ((SOURCE_LSN_COLUMN, "BIGINT"), (LAST_COMMIT_LSN, "BIGINT")),
+                           f"concat('[', {_quoted_sql(LAST_COMMIT_LSN)}, ',', {_quoted_sql(SOURCE_LSN_COLUMN)}, ']')")
 
 
 def sequence(last_commit_lsn: int | None, lsn: int | None) -> str:

@@ -37,7 +37,7 @@ import pyarrow as pa
 from headwater.connectors.postgres import pgoutput as pg
 from headwater.connectors.postgres.events import BuilderSettings, StreamPosition, event_failed
 from headwater.connectors.postgres.schemas import CapturedTable
-from headwater.connectors.postgres.source_info import position_key, source_block
+from headwater.connectors.postgres.source_info import LAST_COMMIT_LSN, position_key, source_block
 from headwater.connectors.postgres.tuple_columns import tuple_columns
 from headwater.connectors.postgres.typed_snapshot import TypedRowLayout, typed_row_layout
 from headwater.engine.feed import PositionedRecord
@@ -61,7 +61,6 @@ log = logging.getLogger(__name__)
 # the source block's fields that vary per row, as typed rows carry them
 SOURCE_LSN = source_column("lsn")
 SOURCE_TX_ID = source_column("txId")
-SOURCE_SEQUENCE = source_column("sequence")
 
 # where the tuple of a taken message starts: after the type byte, the relation OID and the 'N'
 # (the new tuple of an insert or an update without an old one) or the 'K' / 'O' (a delete's old)
@@ -78,17 +77,6 @@ def stream_positions(majors: np.ndarray, minors: np.ndarray) -> pa.Array:
     text[:, 16:32] = hex_digits(minors, 16)
     text[:, 32:] = ord("0")
     return string_rows(text)
-
-
-def sequences(last_commits: pa.Array, lsns: pa.Array) -> pa.Array:
-    """``source.sequence`` per row, as :func:`source_info.sequence` writes it: ``["<last commit
-    LSN>","<LSN>"]``, ``null`` for a missing one (int64 arrays)."""
-    import pyarrow.compute as pc
-
-    def quoted(numbers: pa.Array) -> pa.Array:
-        text = pc.binary_join_element_wise('"', pc.cast(numbers, pa.string()), '"', "")
-        return pc.if_else(pc.is_null(numbers), pa.scalar("null"), text)
-    return pc.binary_join_element_wise("[", quoted(last_commits), ",", quoted(lsns), "]", "")
 
 
 @dataclass
@@ -160,8 +148,8 @@ class TypedRowRun:
         arrays += [stream_positions(majors, minors), column(self.commit_ts_us, pa.int64()),
                    pa.repeat(pa.scalar(self.op, pa.string()), n),
                    pa.repeat(pa.scalar(time.time_ns() // 1_000_000, pa.int64()), n),
-                   lsns, column(self.txids, pa.int64()), sequences(column(self.last_commits, pa.int64()), lsns)]
-        names += [POSITION, TS_US, OP, EVENT_MS, SOURCE_LSN, SOURCE_TX_ID, SOURCE_SEQUENCE]
+                   lsns, column(self.txids, pa.int64()), column(self.last_commits, pa.int64())]
+        names += [POSITION, TS_US, OP, EVENT_MS, SOURCE_LSN, SOURCE_TX_ID, LAST_COMMIT_LSN]
         return pa.RecordBatch.from_arrays(arrays, names=names), parsed.slow_rows()
 
 

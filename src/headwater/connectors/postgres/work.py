@@ -34,13 +34,13 @@ from headwater.connectors.postgres.events import (
 from headwater.connectors.postgres.schemas import CapturedTable
 from headwater.connectors.postgres.snapshot_lease import SnapshotLease, chunk_done
 from headwater.connectors.postgres.source_info import position_key
-from headwater.connectors.postgres.typed_changes import PgTypedRowChanges
 from headwater.engine.feed import PositionedRecord, WorkDecoder
 from headwater.engine.records import SourceRecord
 from headwater.engine.snapshot_plan import snapshot_marker
 from headwater.relational.table import Table
 
 if TYPE_CHECKING:
+    from headwater.connectors.postgres.typed_changes import PgTypedRowChanges
     from headwater.engine.typed_rows import TypedRowChanges, TypedRows
 
 log = logging.getLogger(__name__)
@@ -110,12 +110,16 @@ class PgWorkDecoder(WorkDecoder):
 
     def typed_row_changes(self) -> PgTypedRowChanges:
         """A task's gatherer of typed row changes (see :meth:`decode_changes`)."""
+        from headwater.connectors.postgres.typed_changes import PgTypedRowChanges  # pyarrow: executors only
+
         return PgTypedRowChanges(self.settings)
 
     def decode_changes(self, item: Any, changes: TypedRowChanges) -> Iterator[PositionedRecord]:
         """Like :meth:`decode`, but the row changes `changes` takes (tables with a typed layout) go
         to it instead of becoming events (:mod:`typed_changes`); it hands them on as typed rows."""
         if isinstance(item, StreamWork):
+            from headwater.connectors.postgres.typed_changes import PgTypedRowChanges
+
             assert isinstance(changes, PgTypedRowChanges)
             return iter(self._stream(item.chunk, changes))
         return self.decode(item)

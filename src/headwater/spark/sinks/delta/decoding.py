@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from headwater.engine.registry import DerivedRowField
 from headwater.engine.typed_rows import (
     EVENT_MS,
     IPC_SCHEMA_BYTES,
@@ -80,44 +81,66 @@ def json_events(events: Any, topic: Topic, summary: Summary, decimal_format: str
 @dataclass(frozen=True)
 class TypedSource:
     """The source block of a topic's typed rows in one batch: the fields the executors give each
-    row (the rows carry them, or their templates differ) and the others, the same for all."""
+    row (the rows carry them, or their templates differ) and the others, the same for all. Of the
+    per-row fields, `fallbacks` are those whose NULL means "not carried: this value" (the rows
+    that do not carry one all have it in their templates; a carried per-row field is never NULL,
+    see headwater.engine.typed_rows); the executors fill the rest from each record's template."""
 
     per_row: tuple[str, ...]
     constants: dict[str, Any]
+    fallbacks: dict[str, Any] = field(default_factory=dict)
+    # per-row fields the rows derive from their columns (the connector's description says how)
+    derived: dict[str, DerivedRowField] = field(default_factory=dict)
 
 
-def typed_source(records: Any, topic: Topic) -> TypedSource:
+def typed_source(records: Any, topic: Topic, connector: str | None = None) -> TypedSource:
     """What the typed records say of their source blocks, read on the driver (a record stands for
     up to a batch of rows, so there are few): their templates' source blocks (the records' values)
     and the source fields their rows carry (the schemas at the start of their Arrow IPC streams).
     A field carried by some rows or differing between templates is given per row; every other one
-    is a constant of the batch, which Spark adds to the rows without their passing through Arrow."""
+    is a constant of the batch, which Spark adds to the rows without their passing through Arrow.
+    A field some rows carry and the templates of all the others agree on is the rows' value, else
+    (NULL: not carried) that common one: the executors then hand over no per-row copy of it (a
+    string column of a million equal values was a good part of a large batch's change log). The
+    fields the description of `connector` (`source.connector`) derives are computed from the
+    columns of the rows that have them."""
     from pyspark.sql import functions as F
+
+    from headwater.engine.registry import describe
 
     if topic.source is None:
         return TypedSource((), {})
+    description = describe(connector) if connector else None
+    derivable = {d.field: d for d in description.derived_row_fields} if description is not None else {}
     found = records.select("value", F.substring(TYPED_ROWS, 1, IPC_SCHEMA_BYTES).alias("head")).collect()
     templates = [template_source(r["value"]) for r in found]
-    carried: set[str] = set()
-    every_field = False  # a schema longer than the head: any field may be carried
+    columns: list[set[str] | None] = []  # per record: its rows' columns (None: the head is too short)
     for r in found:
         schema = ipc_schema(bytes(r["head"]))
-        if schema is None:
-            every_field = True
-        else:
-            carried.update(n[len(SOURCE_PREFIX):] for n in schema.names if n.startswith(SOURCE_PREFIX))
+        columns.append(None if schema is None else set(schema.names))
     per_row: list[str] = []
     constants: dict[str, Any] = {}
+    fallbacks: dict[str, Any] = {}
+    derived: dict[str, DerivedRowField] = {}
     for f in topic.source["fields"]:
         name = f["field"]
         if name in TIME_FIELDS:
             continue
         values = {json.dumps(t.get(name), sort_keys=True) for t in templates}
-        if every_field or name in carried or len(values) > 1:
-            per_row.append(name)
-        else:
+        # the column whose presence says the rows give the field
+        marks = derivable[name].inputs[0][0] if name in derivable else source_column(name)
+        carriers = [c is None or marks in c for c in columns]
+        if not any(carriers) and len(values) <= 1:
             constants[name] = templates[0].get(name) if templates else None
-    return TypedSource(tuple(per_row), constants)
+            continue
+        per_row.append(name)
+        if name in derivable and any(carriers):
+            derived[name] = derivable[name]
+        others = {json.dumps(t.get(name), sort_keys=True) for t, c in zip(templates, columns)
+                  if c is not None and marks not in c}
+        if len(others) <= 1 and all(c is not None for c in columns):
+            fallbacks[name] = json.loads(others.pop()) if others else None
+    return TypedSource(tuple(per_row), constants, fallbacks, derived)
 
 
 def template_source(value: str | None) -> dict[str, Any]:
@@ -135,7 +158,7 @@ def typed_rows(records: Any, topic: Topic, decimal_format: str, source: TypedSou
     :mod:`headwater.engine.typed_rows`), decoded in the executors: the table's columns, already of
     their stored types, and the row columns; with `source` (for the change log) also the source
     fields it gives per row, as ``SOURCE_PREFIX + field``."""
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
+    from pyspark.sql.types import DataType, LongType, StringType, StructField, StructType
 
     fmt = decimal_format
     extra: list[tuple[str, Any]] = [(POSITION, StringType()), (OP, StringType()), (TS_US, LongType())]
@@ -144,11 +167,21 @@ def typed_rows(records: Any, topic: Topic, decimal_format: str, source: TypedSou
         assert topic.source is not None or not source.per_row
         fields = {f["field"]: f for f in (topic.source or {}).get("fields", [])}
         per_row = source.per_row
-        extra += [(EVENT_MS, LongType())] + [(source_column(n), ct.json_type(fields[n], fmt)) for n in per_row]
+        extra.append((EVENT_MS, LongType()))
+        for n in per_row:
+            if n in source.derived:
+                extra += [(c, DataType.fromDDL(kind)) for c, kind in source.derived[n].inputs]
+            if n not in source.derived or n not in source.fallbacks:
+                extra.append((source_column(n), ct.json_type(fields[n], fmt)))
+    unique: dict[str, Any] = {}
+    for name, kind in extra:  # each column once: a derivation's input may be a per-row field too
+        unique.setdefault(name, kind)
+    extra = list(unique.items())
     flat = StructType([StructField(f["field"], ct.spark_type(f, fmt), True) for f in topic.row["fields"]]
                       + [StructField(name, kind, True) for name, kind in extra])
-    columns = ["value", TYPED_ROWS] if per_row else [TYPED_ROWS]
-    return records.select(*columns).mapInArrow(TypedRowsDecoder(flat, per_row), flat)
+    fill = tuple(n for n in per_row if source is not None and n not in source.fallbacks)
+    columns = ["value", TYPED_ROWS] if fill else [TYPED_ROWS]
+    return records.select(*columns).mapInArrow(TypedRowsDecoder(flat, fill), flat)
 
 
 def typed_envelopes(rows: Any, topic: Topic, decimal_format: str, source: TypedSource) -> Any:
@@ -172,6 +205,13 @@ def typed_envelopes(rows: Any, topic: Topic, decimal_format: str, source: TypedS
         name = f["field"]
         if name in times:
             value = times[name]
+        elif name in source.derived:
+            rule = source.derived[name]
+            otherwise = (F.lit(source.fallbacks[name]) if name in source.fallbacks
+                         else col(source_column(name)))  # filled from the record's template
+            value = F.when(col(rule.inputs[0][0]).isNotNull(), F.expr(rule.expression)).otherwise(otherwise)
+        elif name in source.fallbacks and source.fallbacks[name] is not None:
+            value = F.coalesce(col(source_column(name)), F.lit(source.fallbacks[name]))
         elif name in source.per_row:
             value = col(source_column(name))
         else:

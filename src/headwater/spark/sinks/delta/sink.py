@@ -130,7 +130,7 @@ class DeltaSink:
         if summary.typed:
             with self._timed("typed"):
                 records = events.filter(F.col(TYPED_ROWS).isNotNull())
-                source = decoding.typed_source(records, topic) if options.changelog else None
+                source = decoding.typed_source(records, topic, summary.connector) if options.changelog else None
                 flat = once(decoding.typed_rows(records, topic, options.decimal_format, source))
                 parsed = (decoding.typed_envelopes(flat, topic, options.decimal_format, source)
                           if source is not None else None)
