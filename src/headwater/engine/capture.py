@@ -32,10 +32,7 @@ def plan_snapshot(connector: SourceConnector, source: CaptureSource, point: Snap
     select overrides or custom snapshot query; `chunk_rows` None reads each table whole."""
     tables, selects = snapshot_tables(connector.config, source.snapshot_tables(point), connector.snapshot_query,
                                       connector.column_filter)
-    try:
-        return plan_chunks(source.chunk_dialect(point), tables, selects, chunk_rows)
-    finally:
-        source.end_planning(point)
+    return plan_chunks(source.chunk_dialect(point), tables, selects, chunk_rows)
 
 
 def start_decision(connector: SourceConnector, source: CaptureSource, offset: Offset | None, *,

@@ -185,7 +185,7 @@ class CaptureFeed:
             self._point = self.source.open_snapshot(_own(start), True)
             return self._snapshot_offset(self._point)
         units = self._ensure_streaming(start)
-        sort_key = units.sort_key
+        sort_key = self.source.sort_key
         start_key = sort_key(_own(start))
         if self._target is not None and units.past(_own(start), self._target):
             return start
@@ -229,11 +229,11 @@ class CaptureFeed:
         units = self._units
         assert units is not None
         end = start
-        start_key = units.sort_key(_own(start))
+        start_key = self.source.sort_key(_own(start))
         counted = 0
         for unit, after in self._ready:
             changes = units.changes(unit)
-            if counted and counted + changes > limit and units.sort_key(_own(end)) > start_key:
+            if counted and counted + changes > limit and self.source.sort_key(_own(end)) > start_key:
                 break
             counted += changes
             if not units.between_transactions(after):
@@ -255,7 +255,7 @@ class CaptureFeed:
                         "follows replaces them", _own(start), _own(end))
             return []
         units = self._ensure_streaming(start)
-        end_key = units.sort_key(_own(end))
+        end_key = self.source.sort_key(_own(end))
         work: list[Any] = []
         while True:
             if not self._ready:
@@ -265,7 +265,7 @@ class CaptureFeed:
                 except queue.Empty:
                     continue
             unit, after = self._ready[0]
-            after_key = units.sort_key(after)
+            after_key = self.source.sort_key(after)
             if after_key <= end_key:
                 self._ready.pop(0)
                 units.append(work, unit)
@@ -309,8 +309,7 @@ class CaptureFeed:
         if self._point is not None and own.get("snapshot_completed"):
             self.source.close_snapshot(self._point)
             self._point = None
-        if self._units is not None:
-            self._units.acknowledge(own)
+        self.source.acknowledge(own)  # the connector acknowledges only once it streams
 
     # -- batch reads -------------------------------------------------------------------------
 

@@ -84,11 +84,6 @@ class SnapshotChunk:
     upper: Bound | None
     blocks: tuple[int, int] | None
     select: str | None         # the table's custom SELECT (a table read with one is one chunk)
-    rows: int                  # rows in the whole table (-1: not counted)
-
-    @property
-    def id(self) -> str:
-        return f"{self.table_index}:{self.chunk_index}"
 
 
 def snapshot_marker(first_in_table: bool, last_in_table: bool, first_table: bool, last_table: bool) -> str:
@@ -208,14 +203,14 @@ def plan_chunks(dialect: ChunkDialect, tables: Sequence[Any], selects: dict[str,
     non_empty = [i for i, (_, rows, _) in enumerate(plans) if rows != 0]
     last_table = non_empty[-1] if non_empty else len(plans) - 1
     out: list[SnapshotChunk] = []
-    for index, (captured, rows, bounds) in enumerate(plans):
+    for index, (captured, _, bounds) in enumerate(plans):
         for n, (lower, upper, blocks) in enumerate(bounds):
             out.append(SnapshotChunk(
                 table=captured.table, raw_columns=captured.raw_columns, collection=captured.collection,
                 table_index=index, chunk_index=n, first_table=index == 0,
                 last_table=index == last_table, first_chunk=n == 0, last_chunk=n == len(bounds) - 1,
                 key_columns=tuple(captured.table.primary_key) if blocks is None else (),
-                lower=lower, upper=upper, blocks=blocks, select=selects.get(captured.collection), rows=rows))
+                lower=lower, upper=upper, blocks=blocks, select=selects.get(captured.collection)))
     return out
 
 

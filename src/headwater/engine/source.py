@@ -44,7 +44,8 @@ class SnapshotPoint:
 class UnitStream(ABC):
     """Streamed changes as units of work for executors, read ahead by a background reader.
 
-    Each unit comes with the offset after it. `sort_key` orders offsets; `between_transactions`
+    Each unit comes with the offset after it (ordered by :meth:`CaptureSource.sort_key`);
+    `between_transactions`
     says whether an offset lies between transactions (a batch with transaction metadata ends only
     there); `split` cuts a unit where its offsets reach a key (a restart reads the same changes in
     units of other sizes than the batch that logged the offset)."""
@@ -52,12 +53,6 @@ class UnitStream(ABC):
     @abstractmethod
     def get(self, timeout: float) -> tuple[Any, Offset]:
         """The next unit and the offset after it; raises queue.Empty after `timeout` seconds."""
-
-    @abstractmethod
-    def empty(self) -> bool: ...
-
-    @abstractmethod
-    def sort_key(self, offset: Offset) -> tuple[Any, ...]: ...
 
     @abstractmethod
     def between_transactions(self, offset: Offset) -> bool: ...
@@ -89,9 +84,6 @@ class UnitStream(ABC):
     @abstractmethod
     def check(self) -> None:
         """Raise the reader's failure, if it failed."""
-
-    @abstractmethod
-    def acknowledge(self, offset: Offset) -> None: ...
 
     @abstractmethod
     def close(self) -> None: ...
@@ -138,10 +130,7 @@ class CaptureSource(ABC):
 
     @abstractmethod
     def chunk_dialect(self, point: SnapshotPoint) -> ChunkDialect:
-        """The planning queries, run inside the snapshot (see :meth:`end_planning`)."""
-
-    def end_planning(self, point: SnapshotPoint) -> None:  # noqa: B027 - optional hook
-        """The plan is made: release what planning held."""
+        """The planning queries, run inside the snapshot."""
 
     @abstractmethod
     def read_chunk(self, point: SnapshotPoint, chunk: SnapshotChunk, emit: Callable[[Any], None],

@@ -27,7 +27,7 @@ def _chunks(pg_db, tmp_path: Path, rows: int = 10) -> tuple[CaptureFeed, list]:
 def _by_table(work: list) -> dict[str, list]:
     out: dict[str, list] = {}
     for w in work:
-        out.setdefault(w.table.id.table, []).append(w)
+        out.setdefault(w.chunk.table.id.table, []).append(w)
     return out
 
 

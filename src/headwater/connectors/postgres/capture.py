@@ -263,10 +263,7 @@ class PgCaptureSource(CaptureSource):
         lease = holder.lease
         try:
             conn = connect(self.config, application_name="headwater-driver")
-            conn.autocommit = False
-            with conn.cursor() as cur:
-                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                cur.execute("SET TRANSACTION SNAPSHOT %s", (lease.snapshot_name,))
+            snap.begin_snapshot_transaction(conn, lease.snapshot_name)
             self._snapshot_conn = conn
             self._lock_tables(conn)
         except BaseException:
@@ -319,12 +316,7 @@ class PgCaptureSource(CaptureSource):
 
     def snapshot_unit(self, point: SnapshotPoint, chunk: SnapshotChunk) -> SnapshotWork:
         handle: PgSnapshotHandle = point.handle
-        return SnapshotWork(
-            table=chunk.table, raw_columns=chunk.raw_columns, table_index=chunk.table_index,
-            chunk_index=chunk.chunk_index, first_table=chunk.first_table, last_table=chunk.last_table,
-            first_chunk=chunk.first_chunk, last_chunk=chunk.last_chunk, key_columns=chunk.key_columns,
-            lower=chunk.lower, upper=chunk.upper, blocks=chunk.blocks, override=chunk.select,
-            snapshot_name=handle.snapshot_name or "", lsn=handle.lsn, txid=handle.txid)
+        return SnapshotWork(chunk, handle.snapshot_name or "", handle.lsn, handle.txid)
 
     def close_snapshot(self, point: SnapshotPoint | None = None) -> None:
         conn, self._snapshot_conn = self._snapshot_conn, None
@@ -338,6 +330,9 @@ class PgCaptureSource(CaptureSource):
     # -- streaming source ------------------------------------------------------------------
 
     def _reader(self, start: Offset, emit: Emit, pool: Any, settings: Any = None) -> StreamingReader:
+        """The slot's reader, configured; what streaming needs first is done here: the snapshot's
+        transaction ends (its exported snapshot would hold the slot's connection) and
+        `replica.identity.autoset.values` applies (as Debezium, when streaming starts)."""
         c = self.connector
         self.close_snapshot()
         c.apply_replica_identities(self._conn, self._table_ids)
@@ -585,12 +580,6 @@ class PgUnitStream(UnitStream):
         unit, after = self.collector.chunks.get(timeout)
         return unit, position_offset(after)
 
-    def empty(self) -> bool:
-        return self.collector.chunks.empty()
-
-    def sort_key(self, offset: Offset) -> tuple[int, int]:
-        return offset_key(offset)
-
     def between_transactions(self, offset: Offset) -> bool:
         # with transaction metadata a batch ends between transactions only: BEGIN/END counts need
         # whole ones
@@ -643,9 +632,6 @@ class PgUnitStream(UnitStream):
             if isinstance(failure, ConnectorError):
                 raise self.source.connector.explain_stream_failure(failure)
             raise failure
-
-    def acknowledge(self, offset: Offset) -> None:
-        self.source.acknowledge(offset)
 
     def close(self) -> None:
         self._stop.set()

@@ -73,12 +73,12 @@ class PostgresConnector(SourceConnector):
             raise ConnectorError(str(exc)) from None
         self.publication = config.get("publication.name")
         mode = config.get("snapshot.mode")
-        self.snapshot_mode = "no_data" if mode == "never" else mode
+        self.snapshot_mode = SnapshotMode.from_config(config)
         if config.get("snapshot.locking.mode") == "custom":
             raise ConnectorError(f"snapshot.locking.mode=custom loads a Java SnapshotLock implementation "
                                  f"({config.get('snapshot.locking.mode.custom.name')}), which Headwater cannot run; "
                                  "use shared or none")
-        if self.snapshot_mode not in _MODES:
+        if self.snapshot_mode.mode not in _MODES:
             raise ConnectorError(f"snapshot.mode={mode} loads a Java Snapshotter implementation "
                                  f"({config.get('snapshot.mode.custom.name')}), which Headwater cannot run; use one of "
                                  f"{', '.join(sorted(_MODES))}")
@@ -274,12 +274,12 @@ class PostgresConnector(SourceConnector):
         if slot is not None:
             return exc
         # retrying helps only where a restart takes a new snapshot; otherwise it would just fail again
-        resnapshots = SnapshotMode.from_config(self.config).snapshots_when_lost
+        resnapshots = self.snapshot_mode.snapshots_when_lost
         return connector_error(
             f"replication slot {self.slot_name!r} in database {self.dbname!r} was dropped while streaming "
             f"({exc}); the changes it still held are lost for this connector, and nothing past the last stored "
             "offset was acknowledged. "
-            + ("A restart takes a new snapshot (snapshot.mode=" + self.snapshot_mode + ")" if resnapshots else
+            + (f"A restart takes a new snapshot (snapshot.mode={self.config.get('snapshot.mode')})" if resnapshots else
                "Restart with snapshot.mode=when_needed to take a new snapshot"),
             retriable=exc.retriable and resnapshots)
 

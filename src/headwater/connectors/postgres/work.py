@@ -9,6 +9,7 @@ snapshot chunks (its own connection, inside the exported snapshot).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import queue
@@ -36,8 +37,7 @@ from headwater.connectors.postgres.snapshot_lease import SnapshotLease, chunk_do
 from headwater.connectors.postgres.source_info import position_key
 from headwater.engine.feed import PositionedRecord, WorkDecoder
 from headwater.engine.records import SourceRecord
-from headwater.engine.snapshot_plan import snapshot_marker
-from headwater.relational.table import Table
+from headwater.engine.snapshot_plan import SnapshotChunk, snapshot_marker
 
 if TYPE_CHECKING:
     from headwater.connectors.postgres.typed_changes import PgTypedRowChanges
@@ -67,22 +67,10 @@ class StreamWork:
 
 @dataclass
 class SnapshotWork:
-    """One chunk of one table's snapshot: rows with `lower < key <= upper` (None: unbounded), or a
-    ctid block range for a table without a key."""
+    """One chunk of the snapshot plan (its table, bounds and markers' places) and the exported
+    snapshot to read it in: `lsn` and `txid` are what its records say."""
 
-    table: Table
-    raw_columns: tuple[str, ...]
-    table_index: int
-    chunk_index: int
-    first_table: bool
-    last_table: bool       # the last table with rows: its last row says "last"
-    first_chunk: bool
-    last_chunk: bool
-    key_columns: tuple[str, ...]
-    lower: tuple[str, ...] | None
-    upper: tuple[str, ...] | None
-    blocks: tuple[int, int] | None
-    override: str | None
+    chunk: SnapshotChunk
     snapshot_name: str
     lsn: int
     txid: int
@@ -172,10 +160,10 @@ class PgWorkDecoder(WorkDecoder):
         from headwater.engine.typed_rows import snapshot_chunk_rows
         from headwater.model.envelope import OP_READ
 
-        if not isinstance(item, SnapshotWork) or item.override:
+        if not isinstance(item, SnapshotWork) or item.chunk.select:
             return None
         work, s = item, self.settings
-        captured = s.registry(None).build(work.table, work.raw_columns, from_relation=False)
+        captured = s.registry(None).build(work.chunk.table, work.chunk.raw_columns, from_relation=False)
         layout = typed.typed_row_layout(captured)
         if layout is None:
             return None
@@ -195,40 +183,32 @@ class PgWorkDecoder(WorkDecoder):
         if len(templates) != 1:
             return None
         try:
-            conn = psycopg2.connect(**self.connect_args)
-            try:
-                conn.autocommit = False
-                with conn.cursor() as cur:
-                    cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    cur.execute("SET TRANSACTION SNAPSHOT %s", (work.snapshot_name,))
+            with snapshot_connection(self.connect_args, work.snapshot_name) as conn:
                 data = typed.copy_text(conn, chunk_query(conn, captured, work))
-                conn.rollback()
-            finally:
-                conn.close()
         except typed.ChunkTooLarge:
             log.info("snapshot of table %s (chunk %d): more than %d MiB of text, read as events (in bounded "
-                     "memory)", captured.collection, work.chunk_index, typed.MAX_CHUNK_BYTES >> 20)
+                     "memory)", captured.collection, work.chunk.chunk_index, typed.MAX_CHUNK_BYTES >> 20)
             return None
         except psycopg2.Error as exc:
-            raise connection_error(f"snapshot of table {captured.collection} (chunk {work.chunk_index})",
+            raise connection_error(f"snapshot of table {captured.collection} (chunk {work.chunk.chunk_index})",
                                    exc) from None
         try:
             table = typed.parse_text(data, layout)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             log.info("snapshot of table %s (chunk %d): a value has no exact typed form (%s); the chunk is "
-                     "read as events", captured.collection, work.chunk_index, str(exc).splitlines()[0][:200])
+                     "read as events", captured.collection, work.chunk.chunk_index, str(exc).splitlines()[0][:200])
             return None
         if self.lease is not None:
-            chunk_done(self.connect_args, self.lease, f"{work.table_index}:{work.chunk_index}")
-        prefix = position_key(0, (work.table_index << 32) | work.chunk_index)[:32]
-        return snapshot_chunk_rows(templates[0], table, prefix=prefix, first_in_table=work.first_chunk,
-                                   last_in_table=work.last_chunk, first_table=work.first_table,
-                                   last_table=work.last_table, marker=snapshot_marker)
+            chunk_done(self.connect_args, self.lease, f"{work.chunk.table_index}:{work.chunk.chunk_index}")
+        prefix = position_key(0, (work.chunk.table_index << 32) | work.chunk.chunk_index)[:32]
+        return snapshot_chunk_rows(templates[0], table, prefix=prefix, first_in_table=work.chunk.first_chunk,
+                                   last_in_table=work.chunk.last_chunk, first_table=work.chunk.first_table,
+                                   last_table=work.chunk.last_table, marker=snapshot_marker)
 
     def _snapshot(self, work: SnapshotWork) -> Iterator[PositionedRecord]:
         s = self.settings
         registry = s.registry(None)
-        captured = registry.build(work.table, work.raw_columns, from_relation=False)
+        captured = registry.build(work.chunk.table, work.chunk.raw_columns, from_relation=False)
         # The COPY pushes rows into a callback; a thread runs it and hands records over in runs of
         # _SNAPSHOT_RUN through a bounded queue, so a chunk of any size streams in bounded memory.
         handoff: queue.Queue[Any] = queue.Queue(maxsize=4)
@@ -252,33 +232,25 @@ class PgWorkDecoder(WorkDecoder):
             raise snap.SnapshotStopped()
 
         dispatcher = s.dispatcher(emit, lambda: {"phase": PHASE_SNAPSHOT})
-        rows = SnapshotRows(s, captured, dispatcher, txid=work.txid, lsn=work.lsn, first_table=work.first_table,
-                            last_table=work.last_table, first_in_table=work.first_chunk,
-                            last_in_table=work.last_chunk)
+        rows = SnapshotRows(s, captured, dispatcher, txid=work.txid, lsn=work.lsn, first_table=work.chunk.first_table,
+                            last_table=work.chunk.last_table, first_in_table=work.chunk.first_chunk,
+                            last_in_table=work.chunk.last_chunk)
 
         def read() -> None:
             try:
-                conn = psycopg2.connect(**self.connect_args)
-                try:
-                    conn.autocommit = False
-                    with conn.cursor() as cur:
-                        cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                        cur.execute("SET TRANSACTION SNAPSHOT %s", (work.snapshot_name,))
+                with snapshot_connection(self.connect_args, work.snapshot_name) as conn:
                     copy_rows(conn, captured, work, rows.on_row, cancelled)
                     rows.finish()
-                    conn.rollback()
-                finally:
-                    conn.close()
                 put(run[:])
                 put(None)
             except snap.SnapshotStopped:
                 pass
             except psycopg2.Error as exc:
-                put(connection_error(f"snapshot of table {captured.collection} (chunk {work.chunk_index})", exc))
+                put(connection_error(f"snapshot of table {captured.collection} (chunk {work.chunk.chunk_index})", exc))
             except BaseException as exc:
                 put(exc)
 
-        prefix = position_key(0, (work.table_index << 32) | work.chunk_index)[:32]
+        prefix = position_key(0, (work.chunk.table_index << 32) | work.chunk.chunk_index)[:32]
         reader = threading.Thread(target=read, name="headwater-snapshot-chunk", daemon=True)
         reader.start()
         n = 0
@@ -293,22 +265,22 @@ class PgWorkDecoder(WorkDecoder):
                     yield PositionedRecord(prefix + f"{n:08X}", record)
                     n += 1
             if self.lease is not None:
-                chunk_done(self.connect_args, self.lease, f"{work.table_index}:{work.chunk_index}")
+                chunk_done(self.connect_args, self.lease, f"{work.chunk.table_index}:{work.chunk.chunk_index}")
         finally:
             cancelled.set()
             reader.join(timeout=30)
 
 
 def _chunk_condition(work: SnapshotWork) -> tuple[sql.Composable | None, list[Any]]:
-    if work.blocks is not None:
-        lo, hi = work.blocks
+    if work.chunk.blocks is not None:
+        lo, hi = work.chunk.blocks
         return sql.SQL("ctid >= %s::tid AND ctid < %s::tid"), [f"({lo},0)", f"({hi},0)"]
-    if not work.key_columns or (work.lower is None and work.upper is None):
+    if not work.chunk.key_columns or (work.chunk.lower is None and work.chunk.upper is None):
         return None, []
-    key = sql.SQL("ROW({})").format(sql.SQL(", ").join(sql.Identifier(c) for c in work.key_columns))
+    key = sql.SQL("ROW({})").format(sql.SQL(", ").join(sql.Identifier(c) for c in work.chunk.key_columns))
     parts: list[sql.Composable] = []
     params: list[Any] = []
-    for op, bound in ((">", work.lower), ("<=", work.upper)):
+    for op, bound in ((">", work.chunk.lower), ("<=", work.chunk.upper)):
         if bound is not None:
             parts.append(sql.SQL("{} {} ROW({})").format(
                 key, sql.SQL(op), sql.SQL(", ").join(sql.Placeholder() for _ in bound)))
@@ -316,14 +288,30 @@ def _chunk_condition(work: SnapshotWork) -> tuple[sql.Composable | None, list[An
     return sql.SQL(" AND ").join(parts), params
 
 
+@contextlib.contextmanager
+def snapshot_connection(connect_args: dict[str, Any], snapshot_name: str) -> Iterator[Any]:
+    """A connection inside the exported snapshot `snapshot_name` (a read-only REPEATABLE READ
+    transaction), closed afterwards."""
+    conn = psycopg2.connect(**connect_args)
+    try:
+        conn.autocommit = False
+        with conn.cursor() as cur:
+            cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot_name,))
+        yield conn
+        conn.rollback()
+    finally:
+        conn.close()
+
+
 def chunk_query(conn: Any, captured: CapturedTable, work: SnapshotWork) -> str:
-    base = snap.select_statement(captured, {captured.collection: work.override} if work.override else {}, conn)
+    base = snap.select_statement(captured, {captured.collection: work.chunk.select} if work.chunk.select else {}, conn)
     condition, params = _chunk_condition(work)
     query: sql.Composable = base
     if condition is not None:
         # chunks exist only without a custom SELECT (one chunk then): the condition goes on the
         # table itself, where ctid (keyless tables) is a column and the key's index is usable
-        assert work.override is None, "a table read with a custom SELECT is one chunk"
+        assert work.chunk.select is None, "a table read with a custom SELECT is one chunk"
         query = sql.SQL("{} WHERE {}").format(base, condition)
     with conn.cursor() as cur:
         text = cur.mogrify(query, params) if params else query.as_string(conn)
