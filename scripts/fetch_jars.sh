@@ -2,6 +2,8 @@
 # Resolves the JVM libraries Headwater needs beyond PySpark's own jars, from Maven Central:
 #   .jars/spark/  Delta Lake + Spark's Kafka connector (added to every Spark session Headwater builds)
 #   .jars/kafka/  an Apache Kafka broker (tests start it in KRaft mode)
+#   .jars/debezium-sqlserver/  Debezium's SQL Server connector 3.6.1 + mssql-jdbc 12.4.2 (the SQL
+#                 Server emulator's JVM tests: Microsoft's JDBC driver and Debezium run against it)
 # Jars PySpark already ships (any version) are left out of .jars/spark, so the session's classpath
 # has one copy of each library. Idempotent: does nothing while the poms are older than the stamp.
 set -euo pipefail
@@ -30,6 +32,7 @@ resolve() {  # resolve POM DEST
 
 resolve kafka-broker.pom.xml "$OUT/kafka"
 resolve spark-jars.pom.xml "$OUT/spark"
+resolve debezium-sqlserver.pom.xml "$OUT/debezium-sqlserver"
 # drop what PySpark already has; commons-logging clashes with PySpark's jcl-over-slf4j, and the
 # RoaringBitmap 0.9 shims are not needed by PySpark's RoaringBitmap 1.x
 for jar in "$OUT"/spark/*.jar; do
@@ -39,4 +42,4 @@ for jar in "$OUT"/spark/*.jar; do
   fi
 done
 touch "$STAMP"
-say "$(ls "$OUT"/spark | wc -l) jars for Spark, $(ls "$OUT"/kafka | wc -l) for the Kafka broker"
+say "$(ls "$OUT"/spark | wc -l) jars for Spark, $(ls "$OUT"/kafka | wc -l) for the Kafka broker, $(ls "$OUT"/debezium-sqlserver | wc -l) for Debezium's SQL Server connector"

@@ -67,8 +67,8 @@ NEEDS: dict[str, frozenset[str]] = {
     "kafka": frozenset({"kafka"}),
 }
 # directories whose tests start their servers themselves (the recorded scenarios run their own
-# PostgreSQL; the Spark tests' subprocesses their own sessions)
-NEEDS_BY_DIRECTORY = {"conformance": ("postgres",), "spark": ("spark",)}
+# PostgreSQL; the Spark tests' subprocesses their own sessions; the emulators are backed by one)
+NEEDS_BY_DIRECTORY = {"conformance": ("postgres",), "spark": ("spark",), "emulators": ("postgres",)}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -303,6 +303,20 @@ class ThrowawayPostgres:
         self._owner_pid = os.getpid()
         self._lock = threading.RLock()
 
+    @classmethod
+    def reopen(cls, root_dir: str | Path, port: int | None = None) -> ThrowawayPostgres:
+        """A handle on a cluster an earlier process created with ``keep=True`` (its ``root_dir``),
+        to :meth:`start` again on ``port`` (a free one if None); the cluster is kept on :meth:`stop`.
+        A server still running there (its owner was killed) is stopped first."""
+        pg = cls(port=port, keep=True)
+        root = Path(root_dir).resolve()
+        if not (root / "data" / "PG_VERSION").is_file():
+            raise ThrowawayPostgresError(f"{root} holds no cluster made by ThrowawayPostgres (no data/PG_VERSION)")
+        pg.root_dir = root
+        pg._stop_server()
+        pg._write_settings()
+        return pg
+
     # -- paths ----------------------------------------------------------------------------------
     @property
     def data_dir(self) -> Path:

@@ -1,0 +1,1 @@
+../basic_crud/setup.sql

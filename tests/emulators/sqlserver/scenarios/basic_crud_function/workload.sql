@@ -1,0 +1,1 @@
+../basic_crud/workload.sql

@@ -1,0 +1,1 @@
+../types/setup.sql
