@@ -18,12 +18,11 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
+import mssql_python
 import pytest
 
 from headwater.embedded.postgres import ThrowawayPostgres
 from helpers.sqlserver import PASSWORD, emulator_in_process, wait_for
-
-mssql_python = pytest.importorskip("mssql_python")
 
 pytestmark = pytest.mark.postgres
 
@@ -320,11 +319,11 @@ def jdbc(world: Any) -> dict[str, Any]:
 
     problem = source_launcher_problem()
     if problem:
-        pytest.skip(problem)
+        pytest.fail(problem)
     try:
         classpath = find_classpath(JDBC_JARS)
     except ClasspathError as e:
-        pytest.skip(str(e))
+        pytest.fail(str(e))
     host, port = world.address
     server = f"{host}:{port}"
     with concurrent.futures.ThreadPoolExecutor(2) as pool:

@@ -36,7 +36,7 @@ def _classpath_or_skip() -> str:
     try:
         cp = find_classpath(DEBEZIUM_JARS, prefer="maven")
     except ClasspathError as e:
-        pytest.skip(f"Debezium/mssql-jdbc jars not found (run `bash scripts/setup.sh`): {e}")
+        pytest.fail(f"Debezium/mssql-jdbc jars not found (run `bash scripts/setup.sh`): {e}")
     return cp.origin
 
 

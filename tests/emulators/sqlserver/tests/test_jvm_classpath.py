@@ -92,7 +92,7 @@ def test_bad_preference_is_rejected() -> None:
 
 def test_maven_directory_if_fetched() -> None:
     if not cpm.MAVEN_DIR.is_dir():
-        pytest.skip(f"{cpm.MAVEN_DIR} not fetched (scripts/fetch_jars.sh)")
+        pytest.fail(f"{cpm.MAVEN_DIR} not fetched (scripts/fetch_jars.sh)")
     assert missing_jars(cpm.MAVEN_DIR, DEBEZIUM_JARS) == []
     assert jar_version(cpm.MAVEN_DIR, "debezium-connector-sqlserver") == "3.6.1.Final"
     assert jar_version(cpm.MAVEN_DIR, "mssql-jdbc") == "12.4.2.jre8"

@@ -29,11 +29,11 @@ PG_JARS = (*DEBEZIUM_JARS, "debezium-connector-postgres", "postgresql")
 def classpath():
     problem = source_launcher_problem()
     if problem:
-        pytest.skip(problem)
+        pytest.fail(problem)
     try:
         return find_classpath(PG_JARS)
     except ClasspathError as e:
-        pytest.skip(str(e))
+        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import mssql_python
+import pytds
 import pytest
 
 from emulators.sqlserver.engine.security import ServerSecurity
 from emulators.sqlserver.results import LoginInfo, Message, ResultSet
 from helpers.sqlserver import connect, emulator_in_process, wait_for
-
-mssql_python = pytest.importorskip("mssql_python")
-pytds = pytest.importorskip("pytds")
 
 PW = "Str0ng#Passw0rd"
 DENIED = "The {} permission was denied on the object '{}', database 'testDB', schema '{}'."
@@ -453,7 +452,7 @@ def test_debezium_as_the_least_privileged_user_records_the_golden_file(tmp_path:
     try:
         find_classpath(DEBEZIUM_JARS, prefer="maven")
     except ClasspathError as e:
-        pytest.skip(f"Debezium/mssql-jdbc jars not found: {e}")
+        pytest.fail(f"Debezium/mssql-jdbc jars not found (run `bash scripts/setup.sh`): {e}")
     source = rec.HERE / "scenarios" / "basic_crud"
     scenario = tmp_path / "basic_crud_least_privileged"
     scenario.mkdir()

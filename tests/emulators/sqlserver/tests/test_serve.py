@@ -10,11 +10,10 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import mssql_python
 import pytest
 
 from helpers.sqlserver import SqlServerEmulator, connect, wait_for
-
-mssql_python = pytest.importorskip("mssql_python")
 
 
 @pytest.fixture

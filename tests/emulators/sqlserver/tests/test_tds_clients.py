@@ -9,6 +9,8 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
+import mssql_python
+import pytds
 import pytest
 from test_tds_scripted import (
     LONG_BYTES,
@@ -24,9 +26,6 @@ from test_tds_scripted import (
 )
 
 from emulators.sqlserver.values import DateTime2, Time
-
-pytds = pytest.importorskip("pytds")
-mssql_python = pytest.importorskip("mssql_python")
 
 __all__ = ["served"]  # the fixture, imported
 
