@@ -148,6 +148,8 @@ class CaptureJobs:
     def agent_running(self, running: bool) -> None:
         self._agent_running = running
         for job in list(self._jobs.values()):
+            if not running:
+                job.finish_cycle()
             job.wake()
 
     def dsn(self, database: str) -> str:
@@ -197,6 +199,8 @@ class CaptureJobs:
         job = self._jobs.get(database.lower())
         if job is not None:
             job.job_running = running
+            if not running:
+                job.finish_cycle()
             job.wake()
 
     def run_capture(self, database: str, timeout: float = 60.0) -> bool:
@@ -247,6 +251,7 @@ class _CaptureJob(threading.Thread):
         self.exiting = False
         self._stopping = False
         self._cond = threading.Condition()
+        self._cycle_lock = threading.Lock()  # held while a scan runs
         self._requested = 0
         self._done = 0
         self._woken = False
@@ -314,7 +319,9 @@ class _CaptureJob(threading.Thread):
                     if state == "disabled":
                         break
                     if state == "ready" and self.jobs.agent_running and self.job_running:
-                        self._cycle()
+                        with self._cycle_lock:
+                            if self.jobs.agent_running and self.job_running:
+                                self._cycle()
                     elif self._repl is not None:
                         # keep the walsender from timing out while the agent is stopped
                         self._cur.send_feedback(force=True)
@@ -334,6 +341,13 @@ class _CaptureJob(threading.Thread):
             with self._cond:
                 self._done = self._requested
                 self._cond.notify_all()
+
+    def finish_cycle(self) -> None:
+        """Wait for a scan in progress: once the agent or the job is stopped, nothing more is
+        captured (a step the Agent already started completes, as with SQL Server's jobs). Bounded:
+        a scan blocked on a lock of the caller's own open transaction must not hang the caller."""
+        if self._cycle_lock.acquire(timeout=30):
+            self._cycle_lock.release()
 
     def _reset(self) -> None:
         for conn in (self._repl, self._ctl):
