@@ -142,6 +142,48 @@ def _pk_name(table: str, object_id: int, kind: str) -> str:
     return f"{kind}__{table[:8]}__{suffix}"
 
 
+@dataclass
+class TableConstraint:
+    """A table-level PRIMARY KEY, UNIQUE or FOREIGN KEY constraint as written."""
+
+    name: str | None
+    kind: str                          # "PK", "UQ" or "FK"
+    columns: list[str]
+    clustered: bool | None             # CLUSTERED / NONCLUSTERED, None when not said
+    foreign_key: exp.ForeignKey | None
+
+
+def table_constraint(item: exp.Expression) -> TableConstraint:
+    """The constraint of a CREATE TABLE element or of ALTER TABLE … ADD CONSTRAINT; anything else
+    (CHECK, …) is refused by name."""
+    name = item.name if isinstance(item, exp.Constraint) else None
+    parts = list(item.expressions) if isinstance(item, exp.Constraint) else [item]
+    kind: str | None = None
+    cols: list[str] = []
+    clustered: bool | None = None
+    foreign_key = None
+    for p in parts:
+        if isinstance(p, exp.PrimaryKeyColumnConstraint):
+            kind = "PK"
+        elif isinstance(p, exp.PrimaryKey):
+            kind = "PK"
+            cols = [c.name for c in p.expressions]
+        elif isinstance(p, exp.UniqueColumnConstraint):
+            kind = "UQ"
+            if isinstance(p.this, exp.Schema):
+                cols = [c.name for c in p.this.expressions]
+        elif isinstance(p, (exp.ClusteredColumnConstraint, exp.NonClusteredColumnConstraint)):
+            clustered = isinstance(p, exp.ClusteredColumnConstraint)
+            cols = [o.this.name if isinstance(o, exp.Ordered) else o.name for o in p.this]
+        elif isinstance(p, exp.ForeignKey):
+            kind, foreign_key = "FK", p
+        else:
+            raise SqlServerError(50000, f"emulator: table constraint {p.sql('tsql')[:60]} is not supported")
+    if kind is None:
+        raise SqlServerError(50000, f"emulator: table constraint {item.sql('tsql')[:60]} is not supported")
+    return TableConstraint(name, kind, cols, clustered, foreign_key)
+
+
 def create_table(translator: Translator, cur: Any, tree: exp.Create, database: str,
                  lookup: Any) -> None:
     schema_node = tree.this
@@ -161,36 +203,12 @@ def create_table(translator: Translator, cur: Any, tree: exp.Create, database: s
     for item in schema_node.expressions:
         if isinstance(item, exp.ColumnDef):
             continue
-        cname = None
-        parts = [item]
-        if isinstance(item, exp.Constraint):
-            cname = item.name
-            parts = list(item.expressions)
-        kind = None
-        cols: list[str] = []
-        clustered = None
-        for p in parts:
-            if isinstance(p, exp.PrimaryKeyColumnConstraint):
-                kind = "PK"
-            elif isinstance(p, exp.PrimaryKey):
-                kind = "PK"
-                cols = [c.name for c in p.expressions]
-            elif isinstance(p, exp.UniqueColumnConstraint):
-                kind = "UQ"
-                sch = p.this
-                if isinstance(sch, exp.Schema):
-                    cols = [c.name for c in sch.expressions]
-            elif isinstance(p, (exp.ClusteredColumnConstraint, exp.NonClusteredColumnConstraint)):
-                clustered = isinstance(p, exp.ClusteredColumnConstraint)
-                cols = [o.this.name if isinstance(o, exp.Ordered) else o.name for o in p.this]
-            elif isinstance(p, exp.ForeignKey):
-                fks.append(_foreign_key(cur, cname, p, lookup))
-                kind = "FK"
-            else:
-                raise SqlServerError(50000, f"emulator: table constraint {p.sql('tsql')[:60]} is not supported")
-        if kind in ("PK", "UQ"):
-            table_keys.append((cname, kind, cols, "CLUSTERED" if clustered or (clustered is None and kind == "PK")
-                               else "NONCLUSTERED"))
+        c = table_constraint(item)
+        if c.foreign_key is not None:
+            fks.append(_foreign_key(cur, c.name, c.foreign_key, lookup))
+        else:
+            table_keys.append((c.name, c.kind, c.columns, "CLUSTERED" if c.clustered or (
+                c.clustered is None and c.kind == "PK") else "NONCLUSTERED"))
     pk_cols = [c.lower() for k in table_keys if k[1] == "PK" for c in k[2]]
     specs: list[ColumnSpec] = []
     for item in schema_node.expressions:
@@ -354,24 +372,12 @@ def alter_table(translator: Translator, cur: Any, text: str, obj: ObjectInfo, da
                     _add_key(cur, obj, table, k[0], k[1], [spec.info.name], extra={spec.info.name.lower():
                                                                                      spec.info.column_id})
             elif isinstance(item, exp.Constraint):
-                kinds = item.expressions
-                cols: list[str] = []
-                kind = None
-                for p in kinds:
-                    if isinstance(p, exp.PrimaryKeyColumnConstraint):
-                        kind = "PK"
-                    elif isinstance(p, exp.UniqueColumnConstraint):
-                        kind = "UQ"
-                        if isinstance(p.this, exp.Schema):
-                            cols = [c.name for c in p.this.expressions]
-                    elif isinstance(p, (exp.ClusteredColumnConstraint, exp.NonClusteredColumnConstraint)):
-                        cols = [o.this.name if isinstance(o, exp.Ordered) else o.name for o in p.this]
-                    elif isinstance(p, exp.ForeignKey):
-                        fk = _foreign_key(cur, item.name, p, lambda s, n: translator.ctx.lookup(database, s, n))
-                        cur.execute(f"ALTER TABLE {table} ADD {fk}")
-                        kind = "FK"
-                if kind in ("PK", "UQ"):
-                    _add_key(cur, obj, table, item.name, kind, cols)
+                c = table_constraint(item)
+                if c.foreign_key is not None:
+                    fk = _foreign_key(cur, c.name, c.foreign_key, lambda s, n: translator.ctx.lookup(database, s, n))
+                    cur.execute(f"ALTER TABLE {table} ADD {fk}")
+                else:
+                    _add_key(cur, obj, table, c.name, c.kind, c.columns)
             else:
                 raise SqlServerError(50000, f"emulator: ALTER TABLE ADD {item.sql('tsql')[:60]} is not supported")
         return

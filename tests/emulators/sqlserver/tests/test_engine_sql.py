@@ -138,6 +138,8 @@ def test_use_changes_database_with_envchange(session) -> None:
     ("MERGE INTO Customers t USING Customers s ON t.CustomerId = s.CustomerId WHEN MATCHED THEN UPDATE SET "
      "City = 'x';", 50000, "emulator: MERGE statements are not supported"),
     ("CREATE TABLE T2 (a int, b AS (a + 1))", 50000, "emulator: computed column 'b' is not supported"),
+    ("ALTER TABLE Customers ADD CONSTRAINT CK_City CHECK (City <> 'x')", 50000,
+     "emulator: table constraint CHECK (City <> 'x') is not supported"),
     ("GO", 102, "Incorrect syntax near 'GO'."),
     ("RAISERROR('Custom %s failure', 16, 1, 'xyz')", 50000, "Custom xyz failure"),
     ("THROW 51000, 'thrown', 1", 51000, "thrown"),

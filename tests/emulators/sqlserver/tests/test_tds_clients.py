@@ -4,7 +4,6 @@ sockets, with the scripted engine of test_tds_scripted.py standing in for the SQ
 from __future__ import annotations
 
 import datetime as dt
-import time
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -365,24 +364,6 @@ def test_packet_size_negotiation_odbc(served: tuple[ScriptedEngine, str, int]) -
         assert tuple(rows[-1]) == (99_999, 999_990, "name 99999", Decimal("999.99"), "row value text")
     finally:
         conn.close()
-
-
-def test_read_speed(served: tuple[ScriptedEngine, str, int], capsys: pytest.CaptureFixture[str]) -> None:
-    """Rows per second of a 100 000-row, 5-column result through each driver (printed with -s)."""
-    figures = {}
-    for driver in ("pytds", "odbc"):
-        conn = pytds_connect(served) if driver == "pytds" else odbc_connect(served)
-        try:
-            cur = conn.cursor()
-            start = time.perf_counter()
-            cur.execute("SELECT big")
-            n = len(cur.fetchall())
-            figures[driver] = n / (time.perf_counter() - start)
-        finally:
-            conn.close()
-        assert n == 100_000
-    with capsys.disabled():
-        print(" ".join(f"{k}: {v:,.0f} rows/s" for k, v in figures.items()))
 
 
 def test_pooled_odbc_connection_is_reset(served: tuple[ScriptedEngine, str, int]) -> None:
