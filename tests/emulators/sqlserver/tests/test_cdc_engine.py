@@ -9,23 +9,16 @@ from collections.abc import Iterator
 import pytest
 
 from emulators.sqlserver.engine.server import EmulatorServer
-from emulators.sqlserver.engine.testing import collect
+from emulators.sqlserver.engine.testing import PASSWORD, collect, engine_with
 from emulators.sqlserver.results import LoginInfo
-from headwater.embedded.postgres import ThrowawayPostgres
 
 pytestmark = pytest.mark.postgres
-PASSWORD = "Sa!Passw0rd"
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[EmulatorServer]:
-    pg = ThrowawayPostgres().start()
-    srv = EmulatorServer(pg, PASSWORD, capture_interval=0.1)
-    try:
+    with engine_with(capture_interval=0.1) as srv:
         yield srv
-    finally:
-        srv.close()
-        pg.stop()
 
 
 def run(session, sql: str):

@@ -13,25 +13,18 @@ import pytest
 
 from emulators.sqlserver import record as rec
 from emulators.sqlserver.engine.server import EmulatorServer
-from emulators.sqlserver.engine.testing import collect
+from emulators.sqlserver.engine.testing import PASSWORD, collect, engine_with
 from emulators.sqlserver.results import LoginInfo
 from emulators.sqlserver.values import DateTime2, DateTimeOffset, Time
-from headwater.embedded.postgres import ThrowawayPostgres
 
-PASSWORD = "Sa!Passw0rd"
 SCENARIOS = Path(rec.__file__).resolve().parent / "scenarios"
 SCRIPTS = sorted(p for p in SCENARIOS.iterdir() if p.is_dir() and (p / "setup.sql").exists())
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[EmulatorServer]:
-    pg = ThrowawayPostgres().start()
-    srv = EmulatorServer(pg, PASSWORD, capture_interval=0.2)
-    try:
+    with engine_with(capture_interval=0.2) as srv:
         yield srv
-    finally:
-        srv.close()
-        pg.stop()
 
 
 def run_script(server: EmulatorServer, path: Path) -> list[str]:
