@@ -50,6 +50,7 @@ SLOW_FILES: dict[str, float] = {
     "spark/test_kafka.py": 170,
     "spark/test_source_conformance.py": 300,
     "conformance/test_extra_scenarios.py": 250,
+    "connectors/sqlserver/test_conformance.py": 90,
     "spark/test_pipeline_demo.py": 125,
     "connectors/postgres/test_streaming_v2.py": 105,
     "connectors/postgres/test_crash_restart.py": 75,
@@ -68,7 +69,8 @@ NEEDS: dict[str, frozenset[str]] = {
 }
 # directories whose tests start their servers themselves (the recorded scenarios run their own
 # PostgreSQL; the Spark tests' subprocesses their own sessions; the emulators are backed by one)
-NEEDS_BY_DIRECTORY = {"conformance": ("postgres",), "spark": ("spark",), "emulators": ("postgres",)}
+NEEDS_BY_DIRECTORY = {"conformance": ("postgres",), "spark": ("spark",), "emulators": ("postgres",),
+                      "connectors/sqlserver": ("postgres",)}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -78,7 +80,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         needs = {marker for marker, names in NEEDS.items() if fixtures & names}
-        needs.update(NEEDS_BY_DIRECTORY.get(relative(item).split("/", 1)[0], ()))
+        parts = relative(item).split("/")
+        for depth in (1, 2):
+            needs.update(NEEDS_BY_DIRECTORY.get("/".join(parts[:depth]), ()))
         for marker in sorted(needs):
             item.add_marker(marker)
     items.sort(key=lambda item: -SLOW_FILES.get(relative(item), 0.0))  # stable: other files keep their order

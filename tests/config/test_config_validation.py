@@ -609,7 +609,8 @@ def test_resolve_connector() -> None:
         resolve_connector("io.debezium.connector.mysql.MySqlConnector")
     assert str(info.value).splitlines()[1] == (
         "  - unsupported connector.class 'io.debezium.connector.mysql.MySqlConnector': supported "
-        "connectors are io.debezium.connector.postgresql.PostgresConnector (postgresql)"
+        "connectors are io.debezium.connector.postgresql.PostgresConnector (postgresql), "
+        "io.debezium.connector.sqlserver.SqlServerConnector (sqlserver)"
     )
 
 

@@ -21,6 +21,7 @@ GROUP_TITLES: dict[str, str] = {
     "filters": "Filters and column transformations",
     "snapshot": "Snapshots",
     "streaming": "Streaming",
+    "history": "Schema changes and schema history",
     "events": "Event content and data types",
     "topics": "Topic (destination) names",
     "converter": "Converters (JSON serialization)",
@@ -89,11 +90,13 @@ def _description(f: Field) -> str:
     return _cell(" ".join(p for p in parts if p))
 
 
-def _field_table(fields: Iterable[Field]) -> list[str]:
+def _field_table(fields: Iterable[Field], notes: dict[str, str] | None = None) -> list[str]:
     lines = ["| Property | Type | Default | Description |", "|---|---|---|---|"]
     for f in fields:
         name = f"`{f.name}`" + (" **(required)**" if f.required else "")
-        lines.append(f"| {name} | {_type(f)} | {_default(f)} | {_description(f)} |")
+        note = (notes or {}).get(f.name)
+        description = _description(f) + (f" {_cell(note)}" if note else "")
+        lines.append(f"| {name} | {_type(f)} | {_default(f)} | {description} |")
     return lines
 
 
@@ -104,7 +107,8 @@ def _dynamic_table(dynamic: Iterable[DynamicField]) -> list[str]:
     return lines
 
 
-def _grouped(fields: FieldSet, heading: str) -> list[str]:
+def _grouped(fields: Iterable[Field], dynamic_fields: Iterable[DynamicField], heading: str,
+             notes: dict[str, str] | None = None) -> list[str]:
     active = [f for f in fields if not f.ignored_reason]
     groups: dict[str, list[Field]] = {}
     for f in active:
@@ -112,8 +116,8 @@ def _grouped(fields: FieldSet, heading: str) -> list[str]:
     order = [g for g in GROUP_TITLES if g in groups] + sorted(g for g in groups if g not in GROUP_TITLES)
     out: list[str] = []
     for g in order:
-        out += ["", f"{heading} {GROUP_TITLES.get(g, g.capitalize())}", "", *_field_table(groups[g])]
-    dynamic = [d for d in fields.dynamic if not d.ignored_reason]
+        out += ["", f"{heading} {GROUP_TITLES.get(g, g.capitalize())}", "", *_field_table(groups[g], notes)]
+    dynamic = [d for d in dynamic_fields if not d.ignored_reason]
     if dynamic:
         out += [
             "",
@@ -126,18 +130,43 @@ def _grouped(fields: FieldSet, heading: str) -> list[str]:
     return out
 
 
-def _ignored(fieldsets: Iterable[FieldSet]) -> list[str]:
-    rows: dict[str, str] = {}
-    for fs in fieldsets:
+def _ignored(fieldsets: dict[str, FieldSet]) -> list[str]:
+    """One row per (property, reason); the connectors it applies to when not all of them."""
+    rows: dict[tuple[str, str], list[str]] = {}
+    for key, fs in fieldsets.items():
         for f in fs:
             if f.ignored_reason:
-                rows.setdefault(f.name, f.ignored_reason)
+                rows.setdefault((f.name, f.ignored_reason), []).append(key)
         for d in fs.dynamic:
             if d.ignored_reason:
-                rows.setdefault(d.pattern, d.ignored_reason)
-    lines = ["| Property | Why it is ignored |", "|---|---|"]
-    lines += [f"| `{_code(name)}` | {_cell(reason)} |" for name, reason in rows.items()]
+                rows.setdefault((d.pattern, d.ignored_reason), []).append(key)
+    if len(fieldsets) == 1:
+        lines = ["| Property | Why it is ignored |", "|---|---|"]
+        return lines + [f"| `{_code(name)}` | {_cell(reason)} |" for name, reason in rows]
+    lines = ["| Property | Connectors | Why it is ignored |", "|---|---|---|"]
+    for (name, reason), keys in rows.items():
+        which = "all" if len(keys) == len(fieldsets) else ", ".join(f"`{k}`" for k in keys)
+        lines.append(f"| `{_code(name)}` | {which} | {_cell(reason)} |")
     return lines
+
+
+def _shared(fieldsets: list[FieldSet]) -> tuple[list[Field], list[DynamicField]]:
+    """The definitions every connector has (the same objects: the relational fields they share)."""
+    first, rest = fieldsets[0], fieldsets[1:]
+    fields = [f for f in first if all(fs.get(f.name) is f for fs in rest)]
+    dynamic = [d for d in first.dynamic if all(any(x is d for x in fs.dynamic) for fs in rest)]
+    return fields, dynamic
+
+
+def _redefined(connectors: dict[str, Any]) -> dict[str, str]:
+    """Common property -> a note naming the connectors that define it their own way."""
+    by_name: dict[str, list[str]] = {}
+    for key, entry in connectors.items():
+        for f in entry.fields:
+            if f.replaces and f.name in COMMON_FIELDS:
+                by_name.setdefault(f.name, []).append(key)
+    return {name: "Connector " + ", ".join(f"`{k}`" for k in keys) + " defines it its own way (see its section)."
+            for name, keys in by_name.items()}
 
 
 def render_markdown() -> str:
@@ -161,17 +190,31 @@ def render_markdown() -> str:
         "",
         "## Common properties",
         "",
-        "These apply to every connector.",
-        *_grouped(COMMON_FIELDS, "###"),
+        "These apply to every connector (a connector section may define one of them its own way).",
+        *_grouped(COMMON_FIELDS, COMMON_FIELDS.dynamic, "###", _redefined(connectors)),
     ]
+    shared_fields: list[Field] = []
+    shared_dynamic: list[DynamicField] = []
+    if len(connectors) > 1:
+        shared_fields, shared_dynamic = _shared([e.fields for e in connectors.values()])
+        names = ", ".join(f"`{k}`" for k in connectors)
+        out += [
+            "",
+            "## Properties of every database connector",
+            "",
+            f"These apply to every connector ({names}) in the same way; a connector's section adds its own.",
+            *_grouped(shared_fields, shared_dynamic, "###"),
+        ]
     for key, entry in connectors.items():
         classes = ", ".join(f"`{c}`" for c in entry.class_names)
+        own = [f for f in entry.fields if not any(f is s for s in shared_fields)]
+        own_dynamic = [d for d in entry.fields.dynamic if not any(d is s for s in shared_dynamic)]
         out += [
             "",
             f"## Connector `{key}`",
             "",
             f"Selected by `connector.class` = {classes}.",
-            *_grouped(entry.fields, "###"),
+            *_grouped(own, own_dynamic, "###"),
         ]
     out += [
         "",
@@ -180,7 +223,7 @@ def render_markdown() -> str:
         "These properties are accepted so that existing Debezium configurations load unchanged; each "
         "one that is set produces a warning.",
         "",
-        *_ignored([COMMON_FIELDS, *(e.fields for e in connectors.values())]),
+        *_ignored({key: COMMON_FIELDS.merge(e.fields) for key, e in connectors.items()}),
         "",
         "## Sinks",
         "",

@@ -50,6 +50,9 @@ class Field:
     """How the docs show the default when it is computed elsewhere (e.g. ``<topic.prefix>-signal``)."""
     names_prefixes: bool = False
     """LIST field whose items N each permit properties ``N.*`` (e.g. ``converters`` -> ``isbn.type``)."""
+    replaces: bool = False
+    """This definition replaces the same-named field of the set it is merged into (a connector's own
+    default or meaning of a shared property, e.g. SQL Server's ``snapshot.fetch.size``)."""
 
     def __post_init__(self) -> None:
         if self.type is FieldType.ENUM:
@@ -149,10 +152,12 @@ class FieldSet:
         self._fields[f.name] = f
 
     def merge(self, other: FieldSet) -> FieldSet:
-        """A new FieldSet with this set's fields followed by ``other``'s (duplicates are an error)."""
+        """A new FieldSet with this set's fields followed by ``other``'s (duplicates are an error,
+        except that a field of ``other`` marked ``replaces`` takes the place of this set's field)."""
+        replacing = {f.name: f for f in other if f.replaces and f.name in self._fields}
         return FieldSet(
-            *self._fields.values(),
-            *other._fields.values(),
+            *(replacing.get(f.name, f) for f in self._fields.values()),
+            *(f for f in other._fields.values() if f.name not in replacing),
             dynamic=(*self.dynamic, *other.dynamic),
             checks=(*self.checks, *other.checks),
         )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from headwater.config.errors import ConfigError
 from headwater.config.fields import FieldSet
 
-BUILTIN_CONNECTOR_MODULES = ("headwater.connectors.postgres.config",)
+BUILTIN_CONNECTOR_MODULES = ("headwater.connectors.postgres.config", "headwater.connectors.sqlserver.config")
 
 
 @dataclass(frozen=True)
@@ -49,14 +49,16 @@ def ensure_builtin_connectors() -> None:
 
 
 def registered_connectors() -> dict[str, ConnectorEntry]:
+    """Every connector by key, in key order (not import order, which depends on who imports first)."""
     ensure_builtin_connectors()
-    return dict(_REGISTRY)
+    return {key: _REGISTRY[key] for key in sorted(_REGISTRY)}
 
 
 def default_connector_class() -> str:
     """The `connector.class` assumed where none is given (the Spark source's options): the first
-    built-in connector's."""
-    return next(iter(registered_connectors().values())).class_names[0]
+    built-in connector module's (its CONNECTOR_CLASS), whichever connector was imported first."""
+    ensure_builtin_connectors()
+    return str(importlib.import_module(BUILTIN_CONNECTOR_MODULES[0]).CONNECTOR_CLASS)
 
 
 def supported_classes() -> list[str]:

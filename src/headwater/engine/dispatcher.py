@@ -168,6 +168,18 @@ class EventDispatcher:
                                     self._next_offset(), (), None, None, context_headers=False))
         self._tx.reset()
 
+    def open_transaction(self) -> dict[str, int] | None:
+        """The open transaction's events per data collection (what an offset stores so that a
+        restart inside it goes on counting: Debezium's TransactionContext.store), or None."""
+        return dict(self._tx.per_collection) if self._tx.begun else None
+
+    def resume_transaction(self, per_collection: dict[str, int]) -> None:
+        """Go on with a transaction a stored offset says is open (Debezium's
+        TransactionContext.load): no second BEGIN; the total and per-collection orders continue."""
+        self._tx.begun = True
+        self._tx.per_collection = dict(per_collection)
+        self._tx.total = sum(per_collection.values())
+
     # -- internals ------------------------------------------------------------------------
 
     def _envelope(self, before: dict[str, Any] | None, after: dict[str, Any] | None,

@@ -28,6 +28,9 @@ class _NoDefault:
     def __repr__(self) -> str:
         return "NO_DEFAULT"
 
+    def __reduce__(self) -> str:  # unpickled as the module's one instance (`is NO_DEFAULT` holds)
+        return "NO_DEFAULT"
+
 
 NO_DEFAULT: Any = _NoDefault()
 

@@ -1,0 +1,1 @@
+"""The SQL Server connector: Debezium's events from SQL Server's change tables."""

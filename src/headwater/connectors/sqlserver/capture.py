@@ -1,0 +1,582 @@
+"""SQL Server's side of a run for the engine's coordinator (see :mod:`headwater.engine.source`):
+positions, the snapshot source and the streaming source over every database of `database.names`.
+
+Debezium keeps one partition per database and runs their snapshots one after the other, each in
+its own transaction with its own maximum LSN, then one streaming loop over all of them. The
+engine plans one snapshot: its chunks are read here database by database — the plan's order
+within a database (`table.include.list` order on `schema.table`, Debezium's), each database's
+snapshot steps (isolation, locks, maximum LSN, structure, schema events) done when its first
+chunk is read and its transaction ended after its last, and the `source.snapshot` markers
+(`first` … `last`) per database, as Debezium's per-partition snapshots set them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from headwater.connectors.sqlserver import metadata as md
+from headwater.connectors.sqlserver import snapshot as snap
+from headwater.connectors.sqlserver.connection import SqlServerConnection, quote
+from headwater.connectors.sqlserver.history import DatabaseSchema, TableEntry, data_collection
+from headwater.connectors.sqlserver.lsn import describe, lsn_to_str
+from headwater.connectors.sqlserver.source_info import (
+    DatabaseOffset,
+    epoch_micros,
+    make_offset,
+    offset_sort_key,
+    parse_offset,
+    source_block,
+)
+from headwater.connectors.sqlserver.streaming import Streamer
+from headwater.engine.connector import ConnectorError, Emit
+from headwater.engine.snapshot_plan import (
+    Bound,
+    SnapshotChunk,
+    include_order,
+    plan_chunks,
+    snapshot_marker,
+    snapshot_tables,
+)
+from headwater.engine.snapshot_policy import Stored
+from headwater.engine.source import CaptureSource, Offset, SnapshotPoint, UnitStream
+from headwater.model.envelope import OP_READ
+from headwater.relational.table import Table, TableId
+
+if TYPE_CHECKING:
+    from headwater.connectors.sqlserver.connector import SqlServerConnector
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CapturedTable:
+    """A table whose rows the snapshot reads (the engine's SnapshotTable)."""
+
+    database: str
+    table: Table
+    collection: str                       # "db.schema.table"
+    change_table: md.ChangeTable | None   # its newest capture instance (None: CDC not enabled)
+
+    @property
+    def raw_columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.table.columns)
+
+    @property
+    def include_name(self) -> str:
+        """The name `table.include.list` patterns match (Debezium's table id mapper: schema.table)."""
+        return self.table.id.identifier()
+
+
+@dataclass
+class _DatabaseSnapshot:
+    """One database's snapshot in progress."""
+
+    database: str
+    chunks: list[SnapshotChunk]
+    started: bool = False
+    done: bool = False
+    lsn: bytes | None = None
+    tables: dict[TableId, TableEntry] = field(default_factory=dict)
+
+
+class SqlServerCaptureSource(CaptureSource):
+    def __init__(self, connector: SqlServerConnector, *, parallel: bool) -> None:
+        self.connector = connector
+        self.config = connector.config
+        self.parallel = parallel
+        self.conns: dict[str, SqlServerConnection] = {}
+        self.databases: list[str] = []
+        self.schema: DatabaseSchema | None = None
+        self._catalogs: dict[str, md.CatalogTables] = {}
+        self._captured: dict[str, list[CapturedTable]] = {}
+        self._plan: list[SnapshotChunk] = []
+        self._db_snapshots: dict[str, _DatabaseSnapshot] = {}
+        self._held: Any = None                     # the last snapshot record of the database being read
+        self._deferred: list[Any] = []             # records for the start of streaming (schema events)
+        self._schema_loaded = False
+        self._streamer: Streamer | None = None
+
+    # -- set-up ----------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        if self.conns:
+            return
+        c = self.connector
+        names = []
+        for configured in c.database_names:
+            conn = SqlServerConnection(self.config, configured, purpose="headwater")
+            real = md.real_database_name(conn, configured)
+            conn.commit()
+            names.append(real)
+            self.conns[real] = conn
+        self.databases = names
+        c.connected(names)
+        if self.schema is not None and self.schema.history is not None:
+            self.schema.history.stop()
+        self.schema = c.database_schema()
+        self._schema_loaded = False
+
+    def _conn(self, database: str) -> SqlServerConnection:
+        conn = self.conns.get(database)
+        if conn is None or conn.closed:
+            conn = self.conns[database] = SqlServerConnection(self.config, database)
+        return conn
+
+    # -- positions -------------------------------------------------------------------------------
+
+    def _parse(self, offset: Offset) -> dict[str, DatabaseOffset]:
+        try:
+            return parse_offset(offset, self.databases)
+        except (ValueError, TypeError) as exc:
+            raise ConnectorError(f"stored offset for server {self.connector.server!r} is invalid ({exc}); remove the "
+                                 "offsets file to start over") from None
+
+    def stored(self, offset: Offset | None, *, in_snapshot: bool = False) -> tuple[Stored, bool]:
+        if offset is None:
+            return Stored.NOTHING, True
+        entries = self._parse(offset)
+        missing = [db for db in self.databases if db not in entries]
+        if in_snapshot or missing or any(e.snapshot and not e.snapshot_completed for e in entries.values()):
+            # a snapshot that did not finish (or a database added to database.names since): taken again
+            return Stored.UNFINISHED_SNAPSHOT, True
+        return Stored.POSITION, not self._lost(entries)
+
+    def _lost(self, entries: dict[str, DatabaseOffset]) -> dict[str, bytes]:
+        """The databases whose change tables no longer reach back to the stored position: the
+        cleanup job removed changes past it (Debezium's validateLogPosition: the oldest start LSN
+        of the capture instances must not lie after the stored commit LSN)."""
+        lost = {}
+        for db, entry in entries.items():
+            if entry.commit_lsn is None:
+                continue
+            oldest = md.min_lsn_of_all(self._conn(db), db)
+            self._conn(db).rollback()
+            if oldest is not None and oldest > entry.commit_lsn:
+                lost[db] = oldest
+        return lost
+
+    def lost_error(self, offset: Offset, *, resumer: str | None = None,
+                   fresh_start: str = "remove the offsets file") -> ConnectorError:
+        entries = self._parse(offset)
+        lost = self._lost(entries)
+        resumer = resumer or f"the stored offset of server {self.connector.server!r}"
+        parts = [f"database {db!r}: {resumer} resumes at {describe(entries[db].commit_lsn)} but the change tables now "
+                 f"start at {describe(oldest)}" for db, oldest in lost.items()]
+        where = "; ".join(parts) or f"{resumer} lies before what the change tables hold"
+        return ConnectorError(
+            f"{where} — the CDC cleanup job removed changes that were not streamed yet, so they are lost for this "
+            "connector. Set snapshot.mode=when_needed to take a new snapshot (or always), or, accepting the loss, "
+            f"{fresh_start} and start with snapshot.mode=no_data")
+
+    def sort_key(self, offset: Offset) -> tuple[Any, ...]:
+        return offset_sort_key(offset, self.databases or self.connector.database_names)
+
+    def resume_offset(self, offset: Offset | None) -> Offset:
+        mode = self.connector.snapshot_mode_name
+        if offset is not None:
+            if mode == "recovery":
+                # rebuild the schema history from the tables as they are now (Debezium's
+                # RecoverySnapshotter: schema only, streaming from the stored offset)
+                self._schema_only_snapshot(self._parse(offset))
+            else:
+                self._recover_schema(offset)
+            return offset
+        # no_data (and recovery) on a first start: the structure is recorded, streaming starts after
+        # the current maximum LSN
+        return make_offset(self._schema_only_snapshot({}))
+
+    def completed_offset(self, snapshot_offset: Offset) -> Offset:
+        for db in self.databases:  # databases without any chunk: their snapshot is the schema only
+            self._database_snapshot(db, None)
+            self._finish_database(db, None)
+        entries = {}
+        for db in self.databases:
+            state = self._db_snapshots[db]
+            entries[db] = DatabaseOffset(commit_lsn=state.lsn, snapshot=True, snapshot_completed=True)
+        self._schema_loaded = True
+        return make_offset(entries)
+
+    # -- schema recovery --------------------------------------------------------------------------
+
+    def _recover_schema(self, offset: Offset) -> None:
+        if self._schema_loaded:
+            return
+        assert self.schema is not None
+        history = self.schema.history
+        if history is not None and not history.exists() and self.connector.snapshot_on_schema_error:
+            log.warning("the schema history (%s) is missing or empty although server %r has stored offsets: recording "
+                        "the tables' current structure at the stored positions "
+                        "(snapshot.mode.configuration.based.snapshot.on.schema.error=true)", history,
+                        self.connector.server)
+            self._schema_only_snapshot(self._parse(offset), record=True)
+            return
+        if history is not None and not history.exists():
+            raise ConnectorError(
+                f"the schema history ({history}) is missing or empty, but server {self.connector.server!r} has stored "
+                "offsets: the table structures of the stored position cannot be recovered. Restore the history, or "
+                "set snapshot.mode=recovery to record the tables' current structure (only if they did not change "
+                "since the stored position), or remove the offsets to take a new snapshot")
+        self.schema.recover(offset.get("databases") or {})
+        self._schema_loaded = True
+
+    def _schema_only_snapshot(self, entries: dict[str, DatabaseOffset], *,
+                              record: bool | None = None) -> dict[str, DatabaseOffset]:
+        """The structure of every database's tables recorded (history; schema-change events are
+        emitted when streaming starts); the offsets: the stored ones, or the maximum LSNs.
+        `record` None: as snapshot.mode says (configuration_based's snapshot.schema)."""
+        assert self.schema is not None
+        out: dict[str, DatabaseOffset] = {}
+        for db in self.databases:
+            conn = self._conn(db)
+            lsn = md.max_lsn(conn, db)
+            entry = entries.get(db) or DatabaseOffset(commit_lsn=lsn, snapshot=True, snapshot_completed=True)
+            self._record_structure(db, entry, lsn, emit=self._deferred.append, record=record)
+            conn.rollback()
+            out[db] = entry
+        self._schema_loaded = True
+        return out
+
+    # -- captured tables ------------------------------------------------------------------------
+
+    def _catalog(self, db: str) -> md.CatalogTables:
+        catalog = self._catalogs.get(db)
+        if catalog is None:
+            catalog = self._catalogs[db] = md.read_catalog(self._conn(db), db)
+        return catalog
+
+    def _captured_tables(self, db: str) -> list[CapturedTable]:
+        """Debezium's captured tables: every table the filters include (CDC enabled or not),
+        restricted to the newest capture instance's columns."""
+        catalog = self._catalog(db)
+        newest: dict[TableId, md.ChangeTable] = {}
+        for ct in md.change_tables(self._conn(db), db):
+            have = newest.get(ct.source)
+            if have is None or (ct.start_lsn or b"") > (have.start_lsn or b""):
+                newest[ct.source] = ct
+        out = []
+        for table_id in sorted(catalog.columns, key=lambda t: t.sort_key()):
+            if not self.connector.table_filter(table_id):
+                continue
+            ct = newest.get(table_id)
+            table = catalog.table(table_id, ct.captured_columns if ct is not None else None)
+            assert table is not None
+            if ct is None:
+                log.warning("table %s is captured but has no CDC capture instance: its rows are snapshotted, its "
+                            "changes are not streamed", data_collection(table_id))
+            out.append(CapturedTable(db, table, data_collection(table_id), ct))
+        return out
+
+    def _record_structure(self, db: str, entry: DatabaseOffset, lsn: bytes | None,
+                          emit: Callable[[Any], None] | None, record: bool | None = None) -> dict[TableId, TableEntry]:
+        """Snapshot steps 4–5: each table's structure as CREATE schema change (history, and the
+        schema-change topic), for the tables the schema history scope includes; returns the
+        captured tables' entries."""
+        assert self.schema is not None
+        self._catalogs.pop(db, None)
+        captured = {t.table.id: t for t in self._captured_tables(db)}
+        catalog = self._catalog(db)
+        scope = self.connector.history_scope()
+        newest = {t.table.id: t.change_table for t in captured.values()}
+        entries: dict[TableId, TableEntry] = {}
+        history = self.schema.history
+        buffering = history.buffering() if history is not None else None
+        if buffering is not None:
+            buffering.__enter__()
+        try:
+            for table_id in sorted(catalog.columns, key=lambda t: t.sort_key()):
+                builtin = not self.connector.system_tables_filter(table_id)
+                in_schema = self.connector.table_filter.schema_included(table_id.schema)
+                is_captured = table_id in captured
+                if not scope.snapshot_includes(captured=is_captured, in_captured_schema=in_schema, builtin=builtin):
+                    continue
+                ct = newest.get(table_id)
+                table = catalog.table(table_id, ct.captured_columns if ct is not None else None)
+                assert table is not None
+                now_us = int(time.time() * 1_000_000)
+                source = source_block(self.connector.server, db, table_id.schema or "", table_id.table, ts_us=now_us,
+                                      snapshot="true", commit_lsn=lsn, change_lsn=None, event_serial_no=None)
+                position = DatabaseOffset(commit_lsn=lsn, snapshot=True, snapshot_completed=False).to_dict()
+                te = self.schema.schema_change("CREATE", table, source=source, offset=make_offset({db: entry}),
+                                               partition_offset=position, emit=emit, ddl=None,
+                                               record=self.connector.snapshot_schema if record is None else record)
+                if is_captured:
+                    entries[table_id] = te
+            for table_id, ct_table in captured.items():
+                if table_id not in entries:
+                    entries[table_id] = self.schema.define(ct_table.table)
+        finally:
+            if buffering is not None:
+                buffering.__exit__(None, None, None)
+        return entries
+
+    # -- snapshot source -------------------------------------------------------------------------
+
+    def open_snapshot(self, offset: Offset | None, resnapshot: bool) -> SnapshotPoint:
+        self._db_snapshots = {}
+        self._held = None
+        entries = {db: DatabaseOffset(snapshot=True) for db in self.databases}
+        return SnapshotPoint({"databases": tuple(self.databases)}, make_offset(entries))
+
+    def snapshot_tables(self, point: SnapshotPoint) -> list[Any]:
+        if self.connector.snapshot_mode_name == "recovery":
+            return []  # the schema only (recorded as each database's snapshot starts)
+        tables: list[CapturedTable] = []
+        for db in self.databases:
+            captured = self._captured_tables(db)
+            self._conn(db).commit()
+            self._captured[db] = captured
+            tables += captured
+        return tables
+
+    def chunk_dialect(self, point: SnapshotPoint) -> SqlServerChunkDialect:
+        """Also where this run's own plan is made (the tables are known now): per database, in
+        Debezium's table order, with per-database markers."""
+        c = self.connector
+        plan: list[SnapshotChunk] = []
+        order = include_order(c.config.get("table.include.list") or [])
+        for db in self.databases:
+            kept, selects = snapshot_tables(c.config, self._captured.get(db, []), c.snapshot_query, c.column_filter)
+            kept.sort(key=lambda t: order(_IncludeView(t)))
+            chunks = plan_chunks(self.chunk_dialect_for(db), kept, selects, None)
+            self._db_snapshots[db] = _DatabaseSnapshot(db, chunks)
+            plan += chunks
+        self._plan = plan
+        return SqlServerChunkDialect(self._conn(self.databases[0])) if self.databases else SqlServerChunkDialect(None)
+
+    def chunk_dialect_for(self, db: str) -> SqlServerChunkDialect:
+        return SqlServerChunkDialect(self._conn(db))
+
+    def read_chunk(self, point: SnapshotPoint, chunk: SnapshotChunk, emit: Callable[[Any], None],
+                   stop: threading.Event) -> None:
+        # the engine's k-th chunk stands for this run's k-th: the same tables (one chunk each),
+        # ordered per database (see chunk_dialect)
+        mine = self._plan[chunk.table_index]
+        db = self._database_of(mine)
+        # databases before this one that have no chunk: their (schema only) snapshot first
+        for other in self.databases:
+            if other == db:
+                break
+            self._database_snapshot(other, emit)
+            self._finish_database(other, emit)
+        state = self._database_snapshot(db, emit)
+        entry = state.tables.get(mine.table.id)
+        if entry is None:
+            return
+        conn = self._conn(db)
+        c = self.connector
+        ts = snap.snapshot_timestamp(conn)
+        ts_us = epoch_micros(ts)
+        lsn = state.lsn
+        offset = make_offset({**{d: DatabaseOffset(commit_lsn=s.lsn, snapshot=True, snapshot_completed=s.done)
+                                 for d, s in self._db_snapshots.items() if s.started},
+                              db: DatabaseOffset(commit_lsn=lsn, snapshot=True)})
+        dispatcher = c.dispatcher(self._hold(emit), lambda: offset)
+        first_table = mine.first_table
+        last_table = mine.last_table
+        fetch = c.config.get("snapshot.fetch.size", 2000) or 2000
+        if mine.lower is None and mine.upper is None:
+            rows = snap.table_rows(conn, mine.table.id, list(entry.table.columns), override=mine.select,
+                                   fetch_size=fetch)
+        else:  # a key range of a table planned in chunks
+            key = [entry.table.column(k) for k in mine.key_columns]
+            rows = snap.chunk_rows(conn, mine.table.id, list(entry.table.columns), [k for k in key if k is not None],
+                                   mine.lower, mine.upper, fetch_size=fetch)
+        n = 0
+        previous: tuple[Any, ...] | None = None
+        for raw in rows:
+            if stop.is_set():
+                rows.close()  # type: ignore[attr-defined]
+                return
+            if previous is not None:
+                self._emit_row(dispatcher, entry, previous, db, mine, ts_us, lsn, n == 1, False, first_table,
+                               last_table)
+            previous = raw
+            n += 1
+        if previous is not None:
+            self._emit_row(dispatcher, entry, previous, db, mine, ts_us, lsn, n == 1, True, first_table, last_table)
+        if mine is state.chunks[-1]:
+            self._finish_database(db, emit)
+
+    def _database_of(self, chunk: SnapshotChunk) -> str:
+        return chunk.table.id.catalog or self.databases[0]
+
+    def _emit_row(self, dispatcher: Any, entry: TableEntry, raw: tuple[Any, ...], db: str, chunk: SnapshotChunk,
+                  ts_us: int, lsn: bytes | None, first_row: bool, last_row: bool, first_table: bool,
+                  last_table: bool) -> None:
+        marker = snapshot_marker(first_row and chunk.first_chunk, last_row and chunk.last_chunk, first_table,
+                                 last_table)
+        table_id = entry.table.id
+        source = source_block(self.connector.server, db, table_id.schema or "", table_id.table, ts_us=ts_us,
+                              snapshot=marker, commit_lsn=lsn, change_lsn=None, event_serial_no=None)
+        dispatcher.dispatch_change(entry.schema, entry.topic, OP_READ, None, entry.schema.row(raw), source,
+                                   collection=entry.collection)
+
+    def _hold(self, emit: Callable[[Any], None]) -> Callable[[Any], None]:
+        """Hold the last snapshot record back, so that a database's last one can say `last`."""
+        def hold(record: Any) -> None:
+            if self._held is not None:
+                emit(self._held)
+            self._held = record
+        return hold
+
+    def _database_snapshot(self, db: str, emit: Callable[[Any], None] | None) -> _DatabaseSnapshot:
+        """A database's snapshot steps 1–6 (see snapshot.py), once, before its first rows."""
+        state = self._db_snapshots.get(db)
+        if state is None:
+            state = self._db_snapshots[db] = _DatabaseSnapshot(db, [])
+        if state.started:
+            return state
+        c = self.connector
+        conn = self._conn(db)
+        isolation = c.snapshot_isolation
+        snap.begin(conn, isolation)
+        captured = self._captured.get(db) or []
+        wanted = {ch.table.id for ch in state.chunks}
+        lock_ids = [t.table.id for t in captured if t.table.id in wanted] if captured else []
+        snap.lock_tables(conn, isolation, c.config.get("snapshot.locking.mode", "exclusive"),
+                         c.config.get("snapshot.lock.timeout.ms", 10000), lock_ids)
+        state.lsn = snap.snapshot_lsn(conn, db)
+        log.info("snapshot of database %s at LSN %s", db, describe(state.lsn))
+        entry = DatabaseOffset(commit_lsn=state.lsn, snapshot=True)
+        state.tables = self._record_structure(db, entry, state.lsn, emit if emit is not None else self._deferred.append)
+        snap.release_schema_locks(conn, isolation)
+        state.started = True
+        return state
+
+    def _finish_database(self, db: str, emit: Callable[[Any], None] | None) -> None:
+        state = self._db_snapshots[db]
+        if state.done:
+            return
+        if emit is not None and self._held is not None:
+            record = self._held
+            self._held = None
+            source = record.value.get("source") if isinstance(record.value, dict) else None
+            if isinstance(source, dict) and source.get("snapshot") not in (None, "false"):
+                source["snapshot"] = "last"
+            emit(record)
+        snap.end(self._conn(db))
+        state.done = True
+
+    def snapshot_unit(self, point: SnapshotPoint, chunk: SnapshotChunk) -> Any:
+        # Spark (SPARK helper): see units.py for how a snapshot read by many connections holds
+        from headwater.connectors.sqlserver.units import plan_snapshot_unit
+
+        return plan_snapshot_unit(self, point, chunk)
+
+    def close_snapshot(self, point: SnapshotPoint | None = None) -> None:
+        for db, state in self._db_snapshots.items():
+            if state.started and not state.done:
+                try:
+                    conn = self.conns.get(db)
+                    if conn is not None and not conn.closed:
+                        snap.end(conn)
+                except ConnectorError as exc:
+                    log.warning("ending the snapshot transaction of database %s failed: %s", db, exc)
+
+    # -- streaming source ------------------------------------------------------------------------
+
+    def stream(self, start: Offset, emit: Emit, stop: threading.Event) -> None:
+        c = self.connector
+        if c.snapshot_mode_name == "initial_only":
+            return
+        assert self.schema is not None
+        if not self._schema_loaded:
+            self._recover_schema(start)
+        if self._deferred:
+            emit(self._deferred[:])
+            self._deferred.clear()
+        entries = self._parse(start)
+        for db in self.databases:
+            entries.setdefault(db, DatabaseOffset())
+        conns = {db: self._conn(db) for db in self.databases}
+        settings = c.stream_settings(self.databases)
+        interval = md.capture_polling_interval(conns[self.databases[0]]) if settings.provide_transaction_metadata \
+            else 5.0
+        streamer = Streamer(settings, self.schema, conns, entries, emit, c.dispatcher, make_offset,
+                            capture_polling_interval_s=interval)
+        streamer.schema_filter = c.table_filter  # type: ignore[assignment]
+        streamer.snapshot_mode_name = c.snapshot_mode_name
+        streamer.snapshots_when_lost = c.snapshot_mode.snapshots_when_lost
+        self._streamer = streamer
+        log.info("streaming databases %s from %s", ", ".join(self.databases),
+                 ", ".join(f"{db}: {lsn_to_str(e.commit_lsn)}" for db, e in entries.items()))
+        streamer.run(stop)
+
+    def stream_units(self, start: Offset, read_ahead: int) -> UnitStream:
+        # Spark (SPARK helper): the streaming loop plans windows, executors read them (units.py)
+        from headwater.connectors.sqlserver.units import open_unit_stream
+
+        return open_unit_stream(self, start, read_ahead)
+
+    def current_position(self) -> Any:
+        return tuple(lsn_to_str(md.max_lsn(self._conn(db), db)) for db in self.databases)
+
+    def acknowledge(self, offset: Offset) -> None:
+        """Nothing to acknowledge: SQL Server's change tables are cleaned by retention, not by
+        the reader."""
+
+    def release(self) -> None:
+        self.close_snapshot()
+        for conn in self.conns.values():
+            conn.close()
+        self.conns.clear()
+        self._catalogs.clear()
+        self._streamer = None
+
+    def close(self) -> None:
+        self.release()
+        if self.schema is not None and self.schema.history is not None:
+            self.schema.history.stop()
+
+
+@dataclass
+class _IncludeView:
+    """A captured table as `include_order` sees it: its `schema.table` name (what
+    table.include.list patterns match for SQL Server)."""
+
+    captured: CapturedTable
+
+    @property
+    def collection(self) -> str:
+        return self.captured.include_name
+
+    @property
+    def table(self) -> Table:
+        return self.captured.table
+
+
+class SqlServerChunkDialect:
+    """The engine's planning queries in T-SQL, on a connection inside the snapshot."""
+
+    def __init__(self, conn: SqlServerConnection | None) -> None:
+        self.conn = conn
+
+    def _name(self, table: Any) -> str:
+        return snap.quoted_table(table.table.id)
+
+    def count(self, table: Any, select: str | None) -> int:
+        assert self.conn is not None
+        return int(self.conn.query_one(f"SELECT COUNT_BIG(*) FROM {self._name(table)}") or 0)
+
+    def sampled_bounds(self, table: Any, key: Any, rows: int, chunks: int, percent: float) -> list[Bound]:
+        return []  # TABLESAMPLE samples pages, not rows: the exact bounds are used
+
+    def exact_bounds(self, table: Any, key: Any, rows: int, size: int) -> list[Bound]:
+        assert self.conn is not None
+        cols = ", ".join(quote(k) for k in key)
+        texts = ", ".join(f"CONVERT(nvarchar(4000), {quote(k)}, 121) AS {quote(f'__hw_k{i}')}"
+                          for i, k in enumerate(key))  # the text snapshot.chunk_rows casts back
+        outer = ", ".join(quote(f"__hw_k{i}") for i in range(len(key)))
+        rows_ = self.conn.query(
+            f"SELECT {outer} FROM (SELECT {texts}, ROW_NUMBER() OVER (ORDER BY {cols}) AS rn "
+            f"FROM {self._name(table)}) s WHERE rn % {int(size)} = 0 AND rn < {int(rows)} ORDER BY rn")
+        return [tuple(str(v) for v in r) for r in rows_]
+
+    def block_range(self, table: Any) -> tuple[int, int, int] | None:
+        return None
+
