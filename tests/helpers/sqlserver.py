@@ -39,7 +39,8 @@ class SqlServerEmulator:
         return f"{self.host}:{self.port}"
 
     def start(self) -> SqlServerEmulator:
-        cmd = [sys.executable, str(SERVE), "--port", "0", "--password", self.password,
+        # port 0 the first time (a free one); a restart listens on the same port, as a restarted server does
+        cmd = [sys.executable, str(SERVE), "--port", str(self.port), "--password", self.password,
                "--capture-interval", str(self.capture_interval), "--log-level", "INFO"]
         if self.data_dir is not None:
             cmd += ["--data-dir", str(self.data_dir)]

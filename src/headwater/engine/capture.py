@@ -85,10 +85,14 @@ def _snapshot(connector: SourceConnector, source: CaptureSource, offset: Offset 
             buffer.clear()
 
     marker = LastRecordMarker(hand_over)
+    partition: str | None = None
     try:
         for chunk in plan_snapshot(connector, source, point, None):
             if stop.is_set():
                 return None
+            if chunk.partition != partition:
+                marker.finish()  # the previous partition's last record says `last`
+                partition = chunk.partition
             source.read_chunk(point, chunk, marker, stop)
         if stop.is_set():
             return None

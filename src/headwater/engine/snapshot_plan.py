@@ -6,6 +6,11 @@ The connector supplies the tables (with their keys) and a :class:`ChunkDialect`:
 that count a table and find key bounds in its SQL. The standalone runner reads the chunks in
 order on one connection; the Spark source hands them to executors, which read them in parallel
 inside the same database snapshot.
+
+A connector capturing several databases in one run (SQL Server's `database.names`) gives each
+table a *partition* — Debezium snapshots each partition on its own, one after the other, each with
+its own `first`/`last` markers. The plan keeps the partitions in the order the connector lists
+them and orders tables within each one.
 """
 
 from __future__ import annotations
@@ -41,6 +46,18 @@ class SnapshotTable(Protocol):
 
     @property
     def raw_columns(self) -> tuple[str, ...]: ...
+
+    # Optional: `partition` (str) — the part of the run the table belongs to (SQL Server: its
+    # database); `order_name` (str) — the name `table.include.list` order is matched against, when
+    # it is not the data collection (SQL Server: `schema.table`, its collections being `db.schema.table`).
+
+
+def partition_of(captured: Any) -> str:
+    return str(getattr(captured, "partition", "") or "")
+
+
+def order_name(captured: Any) -> str:
+    return str(getattr(captured, "order_name", None) or captured.collection)
 
 
 class ChunkDialect(Protocol):
@@ -84,6 +101,7 @@ class SnapshotChunk:
     upper: Bound | None
     blocks: tuple[int, int] | None
     select: str | None         # the table's custom SELECT (a table read with one is one chunk)
+    partition: str = ""        # the table's partition; first_table/last_table are the partition's
 
 
 def snapshot_marker(first_in_table: bool, last_in_table: bool, first_table: bool, last_table: bool) -> str:
@@ -107,7 +125,7 @@ def include_order(include_list: Sequence[str]) -> Any:
     patterns = [re.compile(p, re.IGNORECASE) for p in include_list]
 
     def key(captured: SnapshotTable) -> tuple[int, tuple[str, ...]]:
-        rank = next((i for i, p in enumerate(patterns) if p.fullmatch(captured.collection)), len(patterns))
+        rank = next((i for i, p in enumerate(patterns) if p.fullmatch(order_name(captured))), len(patterns))
         return rank, captured.table.id.sort_key()
     return key
 
@@ -128,8 +146,13 @@ def snapshot_tables(config: Any, tables: Sequence[SnapshotTable], custom: Custom
     collection). Ordered by `table.include.list`; only those `snapshot.include.collection.list`
     names (when set). As Debezium decides per table: a `snapshot.select.statement.overrides`
     entry, else the custom snapshot query's SELECT (snapshot.query.mode=custom; None or blank:
-    the table's rows are not snapshotted), else every column (no entry)."""
-    ordered = sorted(tables, key=include_order(config.get("table.include.list") or []))
+    the table's rows are not snapshotted), else every column (no entry). Partitions keep the
+    order of their first table in `tables`."""
+    partitions: dict[str, int] = {}
+    for captured in tables:
+        partitions.setdefault(partition_of(captured), len(partitions))
+    by_include = include_order(config.get("table.include.list") or [])
+    ordered = sorted(tables, key=lambda t: (partitions[partition_of(t)], by_include(t)))
     include = [re.compile(p, re.IGNORECASE) for p in config.get("snapshot.include.collection.list") or []]
     if include:
         ordered = [t for t in ordered if any(p.fullmatch(t.collection) for p in include)]
@@ -138,6 +161,8 @@ def snapshot_tables(config: Any, tables: Sequence[SnapshotTable], custom: Custom
     selects: dict[str, str] = {}
     for captured in ordered:
         statement = overrides.get(captured.collection)
+        if statement is None and order_name(captured) != captured.collection:
+            statement = overrides.get(order_name(captured))
         if statement is None and custom is not None:
             try:
                 statement = custom.query(captured.table.id, list(captured.raw_columns), column_filter)
@@ -200,17 +225,27 @@ def plan_chunks(dialect: ChunkDialect, tables: Sequence[Any], selects: dict[str,
             plans.append((captured, -1, [(None, None, None)]))
         else:
             plans.append((captured, *table_chunks(dialect, captured, select, size)))
-    non_empty = [i for i, (_, rows, _) in enumerate(plans) if rows != 0]
-    last_table = non_empty[-1] if non_empty else len(plans) - 1
+    # markers are per partition: its first table, and its last table with rows
+    first_of: dict[str, int] = {}
+    last_of: dict[str, int] = {}
+    with_rows: dict[str, int] = {}
+    for index, (captured, rows, _) in enumerate(plans):
+        part = partition_of(captured)
+        first_of.setdefault(part, index)
+        last_of[part] = index
+        if rows != 0:
+            with_rows[part] = index
+    last_of.update(with_rows)
     out: list[SnapshotChunk] = []
     for index, (captured, _, bounds) in enumerate(plans):
+        part = partition_of(captured)
         for n, (lower, upper, blocks) in enumerate(bounds):
             out.append(SnapshotChunk(
                 table=captured.table, raw_columns=captured.raw_columns, collection=captured.collection,
-                table_index=index, chunk_index=n, first_table=index == 0,
-                last_table=index == last_table, first_chunk=n == 0, last_chunk=n == len(bounds) - 1,
+                table_index=index, chunk_index=n, first_table=index == first_of[part],
+                last_table=index == last_of[part], first_chunk=n == 0, last_chunk=n == len(bounds) - 1,
                 key_columns=tuple(captured.table.primary_key) if blocks is None else (),
-                lower=lower, upper=upper, blocks=blocks, select=selects.get(captured.collection)))
+                lower=lower, upper=upper, blocks=blocks, select=selects.get(captured.collection), partition=part))
     return out
 
 

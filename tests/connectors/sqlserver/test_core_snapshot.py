@@ -262,3 +262,27 @@ def test_cleanup_past_the_streaming_position_stops_the_stream(sqlserver: SqlServ
             capture.stop()
     assert "cleanup moved the start of capture instance 'dbo_items'" in str(failure.value)
     assert [i for _, _, i in summary(capture.records())] == [1, 2, 10]  # nothing after the gap
+
+
+def test_a_database_added_later_is_snapshotted_alone(sqlserver: SqlServerEmulator, sqlserver_db: str,
+                                                     tmp_path: Path) -> None:
+    """database.names grows: the new database gets its snapshot; the first one streams on from its
+    stored position (no second snapshot of it, and its changes made meanwhile are streamed)."""
+    _setup(sqlserver, sqlserver_db)
+    run_until(props(sqlserver, sqlserver_db, tmp_path), tmp_path / "first.jsonl", lambda r: len(data_events(r)) >= 2)
+    added = f"{sqlserver_db}_added"
+    sqlserver.execute(f"CREATE DATABASE {added}")
+    sqlserver.execute("EXEC sys.sp_cdc_enable_db", database=added)
+    try:
+        _setup(sqlserver, added)
+        sqlserver.execute("UPDATE dbo.items SET name = 'ONE' WHERE id = 1", database=sqlserver_db)
+        both = props(sqlserver, f"{sqlserver_db},{added}", tmp_path)
+        second = run_until(both, tmp_path / "second.jsonl", lambda r: len(data_events(r)) >= 3)
+        assert sorted(summary(second)) == sorted([(_topic(sqlserver_db), "u", 1), (_topic(added), "r", 1),
+                                                  (_topic(added), "r", 2)])
+        stored = json.loads((tmp_path / "offsets.json").read_text())["offsets"]
+        (offset,) = stored.values()
+        assert offset["databases"][added]["snapshot_completed"] is True
+    finally:
+        with contextlib.suppress(Exception):
+            sqlserver.execute(f"DROP DATABASE {added}")

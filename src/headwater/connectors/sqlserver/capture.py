@@ -96,6 +96,9 @@ class SqlServerCaptureSource(CaptureSource):
         self._captured: dict[str, list[CapturedTable]] = {}
         self._plan: list[SnapshotChunk] = []
         self._db_snapshots: dict[str, _DatabaseSnapshot] = {}
+        # databases whose stored position carries over a snapshot of the others (Debezium decides
+        # per database: one whose snapshot completed streams on while another's is taken again)
+        self._kept: dict[str, DatabaseOffset] = {}
         self._held: Any = None                     # the last snapshot record of the database being read
         self._deferred: list[Any] = []             # records for the start of streaming (schema events)
         self._schema_loaded = False
@@ -141,9 +144,12 @@ class SqlServerCaptureSource(CaptureSource):
             return Stored.NOTHING, True
         entries = self._parse(offset)
         missing = [db for db in self.databases if db not in entries]
-        if in_snapshot or missing or any(e.snapshot and not e.snapshot_completed for e in entries.values()):
-            # a snapshot that did not finish (or a database added to database.names since): taken again
-            return Stored.UNFINISHED_SNAPSHOT, True
+        unfinished = [db for db, e in entries.items() if e.snapshot and not e.snapshot_completed]
+        if in_snapshot or missing or unfinished:
+            # a snapshot that did not finish (or a database added to database.names since): taken
+            # again for those databases; the others' positions must still be held to carry over
+            done = {db: e for db, e in entries.items() if db in self.databases and db not in unfinished}
+            return Stored.UNFINISHED_SNAPSHOT, in_snapshot or not self._lost(done)
         return Stored.POSITION, not self._lost(entries)
 
     def _lost(self, entries: dict[str, DatabaseOffset]) -> dict[str, bytes]:
@@ -191,15 +197,26 @@ class SqlServerCaptureSource(CaptureSource):
         return make_offset(self._schema_only_snapshot({}))
 
     def completed_offset(self, snapshot_offset: Offset) -> Offset:
-        for db in self.databases:  # databases without any chunk: their snapshot is the schema only
+        for db in self.snapshot_databases:  # databases without any chunk: their snapshot is the schema only
             self._database_snapshot(db, None)
             self._finish_database(db, None)
         entries = {}
         for db in self.databases:
+            kept = self._kept.get(db)
+            if kept is not None:
+                entries[db] = kept.copy()
+                continue
             state = self._db_snapshots[db]
             entries[db] = DatabaseOffset(commit_lsn=state.lsn, snapshot=True, snapshot_completed=True)
+        if self._kept:
+            self._recover_schema(make_offset(dict(self._kept)))
         self._schema_loaded = True
         return make_offset(entries)
+
+    @property
+    def snapshot_databases(self) -> list[str]:
+        """The databases this snapshot takes (all but those whose position carries over)."""
+        return [db for db in self.databases if db not in self._kept]
 
     # -- schema recovery --------------------------------------------------------------------------
 
@@ -319,14 +336,25 @@ class SqlServerCaptureSource(CaptureSource):
     def open_snapshot(self, offset: Offset | None, resnapshot: bool) -> SnapshotPoint:
         self._db_snapshots = {}
         self._held = None
-        entries = {db: DatabaseOffset(snapshot=True) for db in self.databases}
-        return SnapshotPoint({"databases": tuple(self.databases)}, make_offset(entries))
+        self._kept = {}
+        if offset is not None and not resnapshot and self.connector.snapshot_mode_name not in ("always", "recovery"):
+            # a snapshot taken again because some databases' did not finish (or are new): the
+            # others stream on from their stored positions (their events are not sent twice)
+            stored = self._parse(offset)
+            self._kept = {db: e for db, e in stored.items()
+                          if db in self.databases and not (e.snapshot and not e.snapshot_completed)}
+            if self._kept:
+                log.info("taking the snapshot of %s; %s stream on from their stored positions",
+                         ", ".join(self.snapshot_databases) or "no database", ", ".join(self._kept))
+        entries = {db: DatabaseOffset(snapshot=True) for db in self.snapshot_databases}
+        return SnapshotPoint({"databases": tuple(self.snapshot_databases)},
+                             make_offset({**self._kept, **entries}))
 
     def snapshot_tables(self, point: SnapshotPoint) -> list[Any]:
         if self.connector.snapshot_mode_name == "recovery":
             return []  # the schema only (recorded as each database's snapshot starts)
         tables: list[CapturedTable] = []
-        for db in self.databases:
+        for db in self.snapshot_databases:
             captured = self._captured_tables(db)
             self._conn(db).commit()
             self._captured[db] = captured
@@ -339,7 +367,7 @@ class SqlServerCaptureSource(CaptureSource):
         c = self.connector
         plan: list[SnapshotChunk] = []
         order = include_order(c.config.get("table.include.list") or [])
-        for db in self.databases:
+        for db in self.snapshot_databases:
             kept, selects = snapshot_tables(c.config, self._captured.get(db, []), c.snapshot_query, c.column_filter)
             kept.sort(key=lambda t: order(_IncludeView(t)))
             chunks = plan_chunks(self.chunk_dialect_for(db), kept, selects, None)
@@ -358,7 +386,7 @@ class SqlServerCaptureSource(CaptureSource):
         mine = self._plan[chunk.table_index]
         db = self._database_of(mine)
         # databases before this one that have no chunk: their (schema only) snapshot first
-        for other in self.databases:
+        for other in self.snapshot_databases:
             if other == db:
                 break
             self._database_snapshot(other, emit)
@@ -372,7 +400,8 @@ class SqlServerCaptureSource(CaptureSource):
         ts = snap.snapshot_timestamp(conn)
         ts_us = epoch_micros(ts)
         lsn = state.lsn
-        offset = make_offset({**{d: DatabaseOffset(commit_lsn=s.lsn, snapshot=True, snapshot_completed=s.done)
+        offset = make_offset({**self._kept,
+                              **{d: DatabaseOffset(commit_lsn=s.lsn, snapshot=True, snapshot_completed=s.done)
                                  for d, s in self._db_snapshots.items() if s.started},
                               db: DatabaseOffset(commit_lsn=lsn, snapshot=True)})
         dispatcher = c.dispatcher(self._hold(emit), lambda: offset)
