@@ -94,6 +94,8 @@ class Capture(Protocol):
     def alive(self) -> bool: ...
     def stop(self) -> None: ...     # raises when the capture did not end cleanly
     def log_tail(self) -> str: ...
+    # Optional: `streaming() -> bool`, whether the capture has begun streaming (its snapshot, if any,
+    # is done and its start position taken) — what a scenario without snapshot records waits for.
 
 
 StartCapture = Callable[[dict[str, str], Path], Capture]
@@ -279,9 +281,19 @@ def wait_snapshot(capture: Capture, expected: int, *, quiet: float, timeout: flo
     (20 s at least before its first record). Returns early when the capture ended (its stop() tells why)."""
     progress = Progress(capture)
     deadline = time.monotonic() + timeout
+    streaming = getattr(capture, "streaming", None)
     while capture.alive():
         records = progress.poll()
         done = sum(1 for r in records if is_snapshot_event(r))
+        if expected == 0 and streaming is not None:
+            # no snapshot records (snapshot.mode=no_data): the workload must wait for the start
+            # position, or its changes would lie before it
+            if streaming():
+                return
+            if time.monotonic() > deadline:
+                raise ConformanceError(f"the capture did not begin streaming within {timeout} s")
+            time.sleep(POLL)
+            continue
         # a capture that emits fewer: on when quiet (longer before its first record: it may still start up)
         if done >= expected or progress.quiet_for() >= (quiet if records else max(quiet, 20.0)):
             return
@@ -333,6 +345,9 @@ class HeadwaterCli(HeadwaterRun):
     def records(self) -> list[dict[str, Any]]:
         return read_jsonl(self.out)
 
+    def streaming(self) -> bool:
+        return "streaming databases" in self.log_tail(1_000_000)
+
 
 def start_headwater_run(props: dict[str, str], workdir: Path) -> Capture:
     return HeadwaterCli(props, workdir).start()
@@ -369,6 +384,9 @@ class DebeziumCapture:
 
     def log_tail(self) -> str:
         return self.runner.log_tail()
+
+    def streaming(self) -> bool:
+        return any(s.get("status") == "streaming-connected" for s in self.runner.statuses if isinstance(s, dict))
 
 
 def start_debezium(props: dict[str, str], workdir: Path) -> Capture:

@@ -78,3 +78,16 @@ def test_same_value_follows_java_equals():
     assert same_value(b"\x00\x01", b"\x00\x01")
     assert same_value([1.5, None], [1.5, None]) and not same_value([1], [1, 2])
     assert not same_value(1, True)
+
+
+def test_message_key_columns_match_a_catalog_qualified_table_both_ways() -> None:
+    """Tables with a catalog (SQL Server's databases): an entry may name `db.schema.table` or
+    `schema.table` (Debezium's Key.matchColumn tries both)."""
+    table = TableId("sales", "dbo", "accounts")
+    columns = ["id", "region", "name"]
+    assert KeyColumnMapper.from_spec("sales.dbo.accounts:id,region").key_columns(table, columns) == ["id", "region"]
+    assert KeyColumnMapper.from_spec("dbo.accounts:region").key_columns(table, columns) == ["region"]
+    assert KeyColumnMapper.from_spec("other.dbo.accounts:region").key_columns(table, columns) is None
+    # without a catalog only schema.table is the table's name
+    assert KeyColumnMapper.from_spec("sales.dbo.accounts:id").key_columns(TableId(None, "dbo", "accounts"),
+                                                                          columns) is None

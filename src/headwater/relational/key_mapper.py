@@ -3,7 +3,8 @@ CustomKeyMapper matches them.
 
 Each column of each entry ``<table regex>:<col>,<col>`` becomes one regular expression
 ``<table regex>.<col>`` (the text as written, then split at unescaped commas and trimmed like any
-Debezium regex list), matched anchored and case-insensitively against ``schema.table.column``.
+Debezium regex list), matched anchored and case-insensitively against ``schema.table.column`` (and,
+for tables with a catalog — SQL Server's databases — also ``catalog.schema.table.column``).
 A table's key is every column some expression matches: expressions in the order written, and for
 each one the table's columns in table order. No entry "wins": several entries matching a table add
 up (``public.t.*:code;public.tab2:id`` gives ``public.tab2`` the key ``{code, id}``), and the
@@ -46,10 +47,14 @@ class KeyColumnMapper:
         expression matches any of them (the primary key is the key then). KeyColumnsError when
         a column is matched twice: Debezium cannot build such a key schema either (a duplicate
         field) and fails."""
-        prefix = f"{table_id.identifier()}."
+        # Debezium's Key.matchColumn: the column id with the table's full id (with the catalog:
+        # SQL Server's `db.schema.table`), and for connectors that name tables without their
+        # catalog (a TableIdToStringMapper: SQL Server's `schema.table`) that form too
+        short = f"{table_id.identifier()}."
+        prefixes = (f"{table_id.catalog}.{short}", short) if table_id.catalog else (short,)
         out: list[str] = []
         for pattern in self.patterns:
-            out += [c for c in columns if pattern.fullmatch(prefix + c)]
+            out += [c for c in columns if any(pattern.fullmatch(prefix + c) for prefix in prefixes)]
         if len(set(out)) != len(out):
             twice = sorted({c for c in out if out.count(c) > 1})
             raise KeyColumnsError(

@@ -94,3 +94,14 @@ def test_locking_statement_and_key_comparison() -> None:
         "SELECT TOP(0) * FROM [testDB].[dbo].[customers] WITH (TABLOCKX)"
     assert _after(COLUMNS) == ("CASE WHEN ([id] > CAST(? AS int) OR ([id] = CAST(? AS int) AND "
                                "[name] > CAST(? AS varchar(40)))) THEN 1 ELSE 0 END")
+
+
+def test_databases_are_visited_in_debeziums_partition_order() -> None:
+    """Debezium's HashSet<SqlServerPartition> (hash: Objects.hash(topic.prefix, database)): the
+    order of the recorded scenarios two_databases (db_one before db_two) and
+    two_databases_function_txmeta (tx_west before tx_east, although listed second)."""
+    from headwater.connectors.sqlserver.source_info import partition_order
+
+    assert partition_order("server1", ["db_one", "db_two"]) == ["db_one", "db_two"]
+    assert partition_order("server1", ["tx_east", "tx_west"]) == ["tx_west", "tx_east"]
+    assert partition_order("server1", ["tx_west", "tx_east"]) == ["tx_west", "tx_east"]

@@ -28,6 +28,7 @@ from headwater.connectors.sqlserver.source_info import (
     DatabaseOffset,
     epoch_micros,
     make_offset,
+    partition_order,
     offset_sort_key,
     parse_offset,
     source_block,
@@ -117,8 +118,8 @@ class SqlServerCaptureSource(CaptureSource):
             conn.commit()
             names.append(real)
             self.conns[real] = conn
-        self.databases = names
-        c.connected(names)
+        self.databases = partition_order(c.server, names)
+        c.connected(self.databases)
         if self.schema is not None and self.schema.history is not None:
             self.schema.history.stop()
         self.schema = c.database_schema()

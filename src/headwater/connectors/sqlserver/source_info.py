@@ -15,6 +15,7 @@ from typing import Any
 
 from headwater import __version__
 from headwater.connectors.sqlserver.lsn import ZERO, lsn_from_str, lsn_to_str
+from headwater.engine.transaction import java_string_hash
 from headwater.model.envelope import COMMON_SOURCE_FIELDS
 from headwater.model.schema import OPTIONAL_INT64, OPTIONAL_STRING, STRING, struct
 
@@ -141,3 +142,21 @@ def offset_sort_key(offset: dict[str, Any], databases: Sequence[str]) -> tuple[s
         commit, change, serial = parsed.position()
         key.append(f"{commit.hex()}{change.hex()}{serial:08x}")
     return tuple(key)
+
+
+def partition_order(server: str, databases: Sequence[str]) -> list[str]:
+    """The order Debezium visits the databases in — snapshots one after the other, then each
+    streaming round: its partitions are a `HashSet<SqlServerPartition>` whose hash is
+    `Objects.hash(topic.prefix, database)`, so the order is the set's bucket order (spread hash
+    masked by the table size, insertion order within a bucket), not `database.names` order."""
+    names = list(dict.fromkeys(databases))
+    capacity = 16
+    while len(names) > capacity * 0.75:
+        capacity *= 2
+
+    def bucket(db: str) -> int:
+        h = (31 * (31 + java_string_hash(server)) + java_string_hash(db)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return [db for _, db in sorted(((bucket(db), i), db) for i, db in enumerate(names))]
+

@@ -1,0 +1,46 @@
+USE fnsmall;
+GO
+INSERT INTO dbo.left_t VALUES (1, 1);
+GO
+INSERT INTO dbo.right_t VALUES (2, 2);
+GO
+BEGIN TRANSACTION;
+INSERT INTO dbo.right_t VALUES (3, 3);
+UPDATE dbo.left_t SET v = 3 WHERE id = 0;
+INSERT INTO dbo.right_t VALUES (103, 3);
+COMMIT TRANSACTION;
+GO
+INSERT INTO dbo.right_t VALUES (4, 4);
+GO
+INSERT INTO dbo.left_t VALUES (5, 5);
+GO
+BEGIN TRANSACTION;
+INSERT INTO dbo.right_t VALUES (6, 6);
+UPDATE dbo.left_t SET v = 6 WHERE id = 0;
+INSERT INTO dbo.right_t VALUES (106, 6);
+COMMIT TRANSACTION;
+GO
+INSERT INTO dbo.left_t VALUES (7, 7);
+GO
+INSERT INTO dbo.right_t VALUES (8, 8);
+GO
+BEGIN TRANSACTION;
+INSERT INTO dbo.right_t VALUES (9, 9);
+UPDATE dbo.left_t SET v = 9 WHERE id = 0;
+INSERT INTO dbo.right_t VALUES (109, 9);
+COMMIT TRANSACTION;
+GO
+INSERT INTO dbo.right_t VALUES (10, 10);
+GO
+INSERT INTO dbo.left_t VALUES (11, 11);
+GO
+BEGIN TRANSACTION;
+INSERT INTO dbo.right_t VALUES (12, 12);
+UPDATE dbo.left_t SET v = 12 WHERE id = 0;
+INSERT INTO dbo.right_t VALUES (112, 12);
+COMMIT TRANSACTION;
+GO
+DELETE FROM dbo.right_t WHERE id > 100;
+GO
+UPDATE dbo.left_t SET v = v * 10 WHERE id IN (1, 5);
+GO
