@@ -28,9 +28,9 @@ from headwater.connectors.sqlserver.source_info import (
     DatabaseOffset,
     epoch_micros,
     make_offset,
-    partition_order,
     offset_sort_key,
     parse_offset,
+    partition_order,
     source_block,
 )
 from headwater.connectors.sqlserver.streaming import Streamer
