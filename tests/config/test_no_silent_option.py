@@ -160,6 +160,7 @@ def _accepted_with(f: Field):
 def test_the_spark_sources_no_effect_list_names_real_properties():
     from headwater.engine.feed import NO_EFFECT_IN_SPARK
 
-    fields = connector_fields("postgresql")
-    assert set(NO_EFFECT_IN_SPARK) <= set(fields.names())
-    assert not [n for n in NO_EFFECT_IN_SPARK if fields[n].ignored_reason], "ignored everywhere: one warning"
+    for connector in ("postgresql", "sqlserver"):
+        fields = connector_fields(connector)
+        assert set(NO_EFFECT_IN_SPARK) <= set(fields.names()), connector
+        assert not [n for n in NO_EFFECT_IN_SPARK if fields[n].ignored_reason], "ignored everywhere: one warning"

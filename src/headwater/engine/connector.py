@@ -76,6 +76,12 @@ class SourceConnector(ABC):
         """The picklable decoder of the work units a parallel capture source plans."""
         raise ConnectorError(f"connector {self.connector_name!r} cannot run as a Spark source yet")
 
+    def spark_no_effect(self, runner: dict[str, str]) -> dict[str, str]:
+        """The properties that have no effect in the Spark source, with the reason (a warning at
+        start names each one set): `runner` are the standalone runner's
+        (engine.feed.NO_EFFECT_IN_SPARK); a connector adds its own or drops those it applies."""
+        return runner
+
     def use_encoding_pool(self, pool: Any) -> bool:
         """Offer worker processes that build and serialize records (see
         headwater.serialization.parallel); return True if the connector will use them."""

@@ -65,8 +65,6 @@ NO_EFFECT_IN_SPARK: dict[str, str] = {
                              "each batch commits)",
     "heartbeat.action.query": "the Spark source emits no heartbeat records",
     "snapshot.delay.ms": "the Spark source snapshots when its first batch is planned",
-    "snapshot.isolation.mode": "the Spark source's parallel readers share one exported snapshot, read in "
-                               "REPEATABLE READ",
 }
 
 
@@ -119,7 +117,7 @@ class CaptureFeed:
         self.mode = SnapshotMode.from_config(connector.config)
         self.snapshot_chunk_rows = snapshot_chunk_rows
         self.read_ahead_messages = read_ahead_messages
-        for name, why in NO_EFFECT_IN_SPARK.items():
+        for name, why in connector.spark_no_effect(dict(NO_EFFECT_IN_SPARK)).items():
             if self.config.is_set(name):
                 log.warning("property '%s' has no effect in the Spark source: %s", name, why)
         self.source = connector.capture_source(parallel=True)

@@ -106,6 +106,10 @@ class PostgresConnector(SourceConnector):
 
     # -- SourceConnector ------------------------------------------------------------------
 
+    def spark_no_effect(self, runner: dict[str, str]) -> dict[str, str]:
+        return {**runner, "snapshot.isolation.mode": "the Spark source's parallel readers share one exported "
+                                                     "snapshot, read in REPEATABLE READ"}
+
     def partition(self) -> dict[str, Any]:
         return {"server": self.server}
 

@@ -93,6 +93,18 @@ class SqlServerConnector(SourceConnector):
 
     # -- SourceConnector ------------------------------------------------------------------------
 
+    def spark_no_effect(self, runner: dict[str, str]) -> dict[str, str]:
+        # the Spark driver's streaming loop waits poll.interval.ms between rounds without changes,
+        # as the standalone one does; the chunk tasks read at the isolation level of
+        # snapshot.isolation.mode, but no lock of one connection covers another's reads
+        applied = {k: v for k, v in runner.items() if k != "poll.interval.ms"}
+        if self.snapshot_isolation in ("exclusive", "repeatable_read"):
+            applied["snapshot.isolation.mode"] = (
+                f"{self.snapshot_isolation} takes table locks, which cannot cover the chunks the Spark source's "
+                "executors read on connections of their own: they read in REPEATABLE READ without locks, and a "
+                "change made during the snapshot may come twice (in a chunk and streamed), as with read_committed")
+        return applied
+
     def partition(self) -> dict[str, Any]:
         return {"server": self.server}
 
@@ -158,8 +170,8 @@ class SqlServerConnector(SourceConnector):
 
     def schema_history(self) -> Any:
         """The history `schema.history.internal` names (file or memory; the CONFIG helper decides
-        which are accepted); a file in `.headwater/` next to the default offsets when no file name
-        is given."""
+        which are accepted); without a file name, a file beside the offsets file (the runner's
+        default: `.headwater/`)."""
         from headwater.connectors.sqlserver.config import schema_history
         from headwater.relational.schema_history import FileSchemaHistory, MemorySchemaHistory
 
@@ -171,8 +183,9 @@ class SqlServerConnector(SourceConnector):
         if kind == "memory":
             history: Any = MemorySchemaHistory(skip_unparseable_ddl=skip)
         else:
-            if not path:
-                path = str(Path(".headwater") / f"{self.server}.schema-history.dat")
+            if not path:  # beside the offsets: the two belong together (a history without them is useless)
+                folder = Path(offsets).parent if offsets and not in_memory else Path(".headwater")
+                path = str(folder / f"{self.server}.schema-history.dat")
             history = FileSchemaHistory(path, skip_unparseable_ddl=skip)
         history.start()
         return history
