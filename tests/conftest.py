@@ -52,7 +52,7 @@ SLOW_FILES: dict[str, float] = {
     "conformance/test_extra_scenarios.py": 250,
     "spark/test_sqlserver_conformance.py": 400,
     "spark/test_sqlserver_pipeline.py": 230,
-    "connectors/sqlserver/test_conformance.py": 150,
+    "connectors/sqlserver/test_scenarios.py": 150,
     "spark/test_pipeline_demo.py": 125,
     "connectors/postgres/test_streaming_v2.py": 105,
     "connectors/postgres/test_crash_restart.py": 75,

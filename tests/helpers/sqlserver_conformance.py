@@ -467,8 +467,14 @@ def run_scenario(name: str, server: Server, workdir: Path, *, start: StartCaptur
     finally:
         setup_conn.close()
         conn.close()
-        if capture is not None:
-            stop(name, capture, quietly=sys.exc_info()[0] is not None)
+        try:
+            if capture is not None:
+                stop(name, capture, quietly=sys.exc_info()[0] is not None)
+        finally:
+            # each CDC database holds a replication slot of the emulator's backing PostgreSQL: a
+            # session of many scenarios on one emulator would run out of them
+            with contextlib.closing(server.connect("master")) as cleanup:
+                drop_databases(cleanup, created_databases(scenario, props))
     got = [normalize_event(json.loads(json.dumps(r))) for r in capture.records()]
     return Result(name, got, want, workdir, notes)
 
