@@ -269,6 +269,8 @@ class LastRecordMarker:
         record = self._held.pop()
         value = getattr(record, "value", None)
         source = value.get("source") if isinstance(value, dict) else None
-        if isinstance(source, dict) and source.get("snapshot") not in (None, "false"):
+        # a data record only (an envelope with `op`): a schema change record also says
+        # snapshot=true, but is never the snapshot's `last`
+        if isinstance(source, dict) and "op" in value and source.get("snapshot") not in (None, "false"):
             source["snapshot"] = "last"
         self._emit(record)

@@ -286,3 +286,35 @@ def test_a_database_added_later_is_snapshotted_alone(sqlserver: SqlServerEmulato
     finally:
         with contextlib.suppress(Exception):
             sqlserver.execute(f"DROP DATABASE {added}")
+
+
+def test_snapshot_steps_run_once_when_the_end_is_asked_before_the_plan(sqlserver: SqlServerEmulator,
+                                                                        sqlserver_db: str, tmp_path: Path) -> None:
+    """The Spark source asks for the snapshot's end (completed_offset) before it plans the chunks: a
+    database's snapshot steps — its maximum LSN, its structure in the schema history — are taken once, and
+    the chunks carry that LSN and the engine's per-database markers."""
+    from headwater import config as cfg
+    from headwater.connectors.sqlserver.connector import SqlServerConnector
+    from headwater.connectors.sqlserver.source_info import parse_offset
+    from headwater.engine.capture import plan_snapshot
+
+    _setup(sqlserver, sqlserver_db)
+    config = cfg.from_properties(props(sqlserver, sqlserver_db, tmp_path), sink_type="jsonl",
+                                 sink={"path": str(tmp_path / "out.jsonl")})
+    connector = SqlServerConnector(config.connector)
+    source = connector.capture_source(parallel=True)
+    source.open()
+    try:
+        point = source.open_snapshot(None, False)
+        done = parse_offset(source.completed_offset(point.offset), source.databases)[sqlserver_db]
+        sqlserver.execute("INSERT INTO dbo.items VALUES (3, 'three')", database=sqlserver_db)  # moves the max LSN
+        wait_for(lambda: sqlserver.execute(f"SELECT COUNT(*) FROM {sqlserver_db}.cdc.dbo_items_CT")[0][0] == 3,
+                 "the capture")
+        chunks = plan_snapshot(connector, source, point, 2)
+        units = [source.snapshot_unit(point, chunk) for chunk in chunks]
+    finally:
+        source.close()
+    assert [u.lsn for u in units] == [done.commit_lsn] * len(units)
+    assert [(c.partition, c.first_table, c.last_table) for c in chunks] == [(sqlserver_db, True, True)] * 2
+    assert [len(u.records) for u in units] == [1, 0]  # the table's CREATE schema change, with the first chunk
+    assert _history_tables(tmp_path / "history.dat") == [f'"{sqlserver_db}"."dbo"."items"']

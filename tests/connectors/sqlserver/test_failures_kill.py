@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 from test_core_streaming import props, snapshot_stored
 
+from headwater.connectors.sqlserver.source_info import partition_order
 from helpers.capture import HeadwaterRun
 from helpers.processes import descendants, running
 from helpers.sqlserver import SqlServerEmulator, connect, wait_for
@@ -593,8 +594,9 @@ def test_sigkill_during_the_second_databases_snapshot_streams_the_first_on(sqlse
     snapshotted again. A change in the first database while the connector is down, a delete of a
     row its snapshot sent, must then arrive as a delete event; taken as a new snapshot instead,
     the delete is in no event, and a consumer keeps the row."""
-    with extra_database(sqlserver) as second:
-        first_db = sqlserver_db
+    with extra_database(sqlserver) as extra:
+        # the database Debezium (and Headwater) snapshots first: the partitions' hash order
+        first_db, second = partition_order("server1", [sqlserver_db, extra])
         create_tables(sqlserver, first_db, rows=20)
         create_tables(sqlserver, second, rows=5000)
         runner = Runner(base_props(sqlserver, [first_db, second], tmp_path, **{

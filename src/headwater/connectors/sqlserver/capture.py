@@ -3,16 +3,18 @@ positions, the snapshot source and the streaming source over every database of `
 
 Debezium keeps one partition per database and runs their snapshots one after the other, each in
 its own transaction with its own maximum LSN, then one streaming loop over all of them. The
-engine plans one snapshot: its chunks are read here database by database — the plan's order
-within a database (`table.include.list` order on `schema.table`, Debezium's), each database's
-snapshot steps (isolation, locks, maximum LSN, structure, schema events) done when its first
-chunk is read and its transaction ended after its last, and the `source.snapshot` markers
-(`first` … `last`) per database, as Debezium's per-partition snapshots set them.
+engine plans one snapshot with a partition per database (each captured table says its database
+and its `schema.table` name, what `table.include.list` order is matched on): the databases in
+Debezium's partition order, the tables of each in Debezium's order, the `source.snapshot` markers
+(`first` … `last`) per database. Here each chunk is read as given; a database's snapshot steps
+(isolation, locks, maximum LSN, structure, schema events) are done once, before its first chunk,
+and its transaction is ended when the next database's chunks begin or the snapshot completes.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -38,10 +40,7 @@ from headwater.engine.connector import ConnectorError, Emit
 from headwater.engine.snapshot_plan import (
     Bound,
     SnapshotChunk,
-    include_order,
-    plan_chunks,
     snapshot_marker,
-    snapshot_tables,
 )
 from headwater.engine.snapshot_policy import Stored
 from headwater.engine.source import CaptureSource, Offset, SnapshotPoint, UnitStream
@@ -68,8 +67,13 @@ class CapturedTable:
         return tuple(c.name for c in self.table.columns)
 
     @property
-    def include_name(self) -> str:
-        """The name `table.include.list` patterns match (Debezium's table id mapper: schema.table)."""
+    def partition(self) -> str:
+        """The plan's partition: the table's database (Debezium snapshots each on its own)."""
+        return self.database
+
+    @property
+    def order_name(self) -> str:
+        """The name `table.include.list` order is matched on (Debezium's table id mapper: schema.table)."""
         return self.table.id.identifier()
 
 
@@ -78,7 +82,6 @@ class _DatabaseSnapshot:
     """One database's snapshot in progress."""
 
     database: str
-    chunks: list[SnapshotChunk]
     started: bool = False
     done: bool = False
     lsn: bytes | None = None
@@ -95,12 +98,10 @@ class SqlServerCaptureSource(CaptureSource):
         self.schema: DatabaseSchema | None = None
         self._catalogs: dict[str, md.CatalogTables] = {}
         self._captured: dict[str, list[CapturedTable]] = {}
-        self._plan: list[SnapshotChunk] = []
         self._db_snapshots: dict[str, _DatabaseSnapshot] = {}
         # databases whose stored position carries over a snapshot of the others (Debezium decides
         # per database: one whose snapshot completed streams on while another's is taken again)
         self._kept: dict[str, DatabaseOffset] = {}
-        self._held: Any = None                     # the last snapshot record of the database being read
         self._deferred: list[Any] = []             # records for the start of streaming (schema events)
         self._schema_loaded = False
         self._streamer: Streamer | None = None
@@ -200,7 +201,7 @@ class SqlServerCaptureSource(CaptureSource):
     def completed_offset(self, snapshot_offset: Offset) -> Offset:
         for db in self.snapshot_databases:  # databases without any chunk: their snapshot is the schema only
             self._database_snapshot(db, None)
-            self._finish_database(db, None)
+            self._finish_database(db)
         entries = {}
         for db in self.databases:
             kept = self._kept.get(db)
@@ -336,7 +337,6 @@ class SqlServerCaptureSource(CaptureSource):
 
     def open_snapshot(self, offset: Offset | None, resnapshot: bool) -> SnapshotPoint:
         self._db_snapshots = {}
-        self._held = None
         self._kept = {}
         if offset is not None and not resnapshot and self.connector.snapshot_mode_name not in ("always", "recovery"):
             # a snapshot taken again because some databases' did not finish (or are new): the
@@ -363,37 +363,23 @@ class SqlServerCaptureSource(CaptureSource):
         return tables
 
     def chunk_dialect(self, point: SnapshotPoint) -> SqlServerChunkDialect:
-        """Also where this run's own plan is made (the tables are known now): per database, in
-        Debezium's table order, with per-database markers."""
-        c = self.connector
-        plan: list[SnapshotChunk] = []
-        order = include_order(c.config.get("table.include.list") or [])
-        for db in self.snapshot_databases:
-            kept, selects = snapshot_tables(c.config, self._captured.get(db, []), c.snapshot_query, c.column_filter)
-            kept.sort(key=lambda t: order(_IncludeView(t)))
-            chunks = plan_chunks(self.chunk_dialect_for(db), kept, selects, None)
-            self._db_snapshots[db] = _DatabaseSnapshot(db, chunks)
-            plan += chunks
-        self._plan = plan
-        return SqlServerChunkDialect(self._conn(self.databases[0])) if self.databases else SqlServerChunkDialect(None)
+        return SqlServerChunkDialect(self._conn)
 
     def chunk_dialect_for(self, db: str) -> SqlServerChunkDialect:
-        return SqlServerChunkDialect(self._conn(db))
+        return SqlServerChunkDialect(self._conn)
 
     def read_chunk(self, point: SnapshotPoint, chunk: SnapshotChunk, emit: Callable[[Any], None],
                    stop: threading.Event) -> None:
-        # the engine's k-th chunk stands for this run's k-th: the same tables (one chunk each),
-        # ordered per database (see chunk_dialect)
-        mine = self._plan[chunk.table_index]
-        db = self._database_of(mine)
-        # databases before this one that have no chunk: their (schema only) snapshot first
+        db = chunk.partition or self._database_of(chunk)
+        # the databases before this one: those read are done (the engine marked their last record
+        # at the partition change), those without any chunk take their (schema only) snapshot now
         for other in self.snapshot_databases:
             if other == db:
                 break
             self._database_snapshot(other, emit)
-            self._finish_database(other, emit)
+            self._finish_database(other)
         state = self._database_snapshot(db, emit)
-        entry = state.tables.get(mine.table.id)
+        entry = state.tables.get(chunk.table.id)
         if entry is None:
             return
         conn = self._conn(db)
@@ -405,17 +391,15 @@ class SqlServerCaptureSource(CaptureSource):
                               **{d: DatabaseOffset(commit_lsn=s.lsn, snapshot=True, snapshot_completed=s.done)
                                  for d, s in self._db_snapshots.items() if s.started},
                               db: DatabaseOffset(commit_lsn=lsn, snapshot=True)})
-        dispatcher = c.dispatcher(self._hold(emit), lambda: offset)
-        first_table = mine.first_table
-        last_table = mine.last_table
+        dispatcher = c.dispatcher(emit, lambda: offset)
         fetch = c.config.get("snapshot.fetch.size", 2000) or 2000
-        if mine.lower is None and mine.upper is None:
-            rows = snap.table_rows(conn, mine.table.id, list(entry.table.columns), override=mine.select,
+        if chunk.lower is None and chunk.upper is None:
+            rows = snap.table_rows(conn, chunk.table.id, list(entry.table.columns), override=chunk.select,
                                    fetch_size=fetch)
         else:  # a key range of a table planned in chunks
-            key = [entry.table.column(k) for k in mine.key_columns]
-            rows = snap.chunk_rows(conn, mine.table.id, list(entry.table.columns), [k for k in key if k is not None],
-                                   mine.lower, mine.upper, fetch_size=fetch)
+            key = [entry.table.column(k) for k in chunk.key_columns]
+            rows = snap.chunk_rows(conn, chunk.table.id, list(entry.table.columns), [k for k in key if k is not None],
+                                   chunk.lower, chunk.upper, fetch_size=fetch)
         n = 0
         previous: tuple[Any, ...] | None = None
         for raw in rows:
@@ -423,51 +407,42 @@ class SqlServerCaptureSource(CaptureSource):
                 rows.close()  # type: ignore[attr-defined]
                 return
             if previous is not None:
-                self._emit_row(dispatcher, entry, previous, db, mine, ts_us, lsn, n == 1, False, first_table,
-                               last_table)
+                self._emit_row(dispatcher, entry, previous, db, chunk, ts_us, lsn, n == 1, False)
             previous = raw
             n += 1
         if previous is not None:
-            self._emit_row(dispatcher, entry, previous, db, mine, ts_us, lsn, n == 1, True, first_table, last_table)
-        if mine is state.chunks[-1]:
-            self._finish_database(db, emit)
+            self._emit_row(dispatcher, entry, previous, db, chunk, ts_us, lsn, n == 1, True)
 
     def _database_of(self, chunk: SnapshotChunk) -> str:
         return chunk.table.id.catalog or self.databases[0]
 
     def _emit_row(self, dispatcher: Any, entry: TableEntry, raw: tuple[Any, ...], db: str, chunk: SnapshotChunk,
-                  ts_us: int, lsn: bytes | None, first_row: bool, last_row: bool, first_table: bool,
-                  last_table: bool) -> None:
-        marker = snapshot_marker(first_row and chunk.first_chunk, last_row and chunk.last_chunk, first_table,
-                                 last_table)
+                  ts_us: int, lsn: bytes | None, first_row: bool, last_row: bool) -> None:
+        marker = snapshot_marker(first_row and chunk.first_chunk, last_row and chunk.last_chunk, chunk.first_table,
+                                 chunk.last_table)
         table_id = entry.table.id
         source = source_block(self.connector.server, db, table_id.schema or "", table_id.table, ts_us=ts_us,
                               snapshot=marker, commit_lsn=lsn, change_lsn=None, event_serial_no=None)
         dispatcher.dispatch_change(entry.schema, entry.topic, OP_READ, None, entry.schema.row(raw), source,
                                    collection=entry.collection)
 
-    def _hold(self, emit: Callable[[Any], None]) -> Callable[[Any], None]:
-        """Hold the last snapshot record back, so that a database's last one can say `last`."""
-        def hold(record: Any) -> None:
-            if self._held is not None:
-                emit(self._held)
-            self._held = record
-        return hold
-
     def _database_snapshot(self, db: str, emit: Callable[[Any], None] | None) -> _DatabaseSnapshot:
-        """A database's snapshot steps 1–6 (see snapshot.py), once, before its first rows."""
+        """A database's snapshot steps 1–6 (see snapshot.py), once per snapshot (open_snapshot
+        starts over), before its first rows: whoever comes first — its first chunk, the Spark
+        source's planning, or completed_offset (which Spark may call before planning) — takes them."""
         state = self._db_snapshots.get(db)
         if state is None:
-            state = self._db_snapshots[db] = _DatabaseSnapshot(db, [])
+            state = self._db_snapshots[db] = _DatabaseSnapshot(db)
         if state.started:
             return state
         c = self.connector
         conn = self._conn(db)
         isolation = c.snapshot_isolation
         snap.begin(conn, isolation)
-        captured = self._captured.get(db) or []
-        wanted = {ch.table.id for ch in state.chunks}
-        lock_ids = [t.table.id for t in captured if t.table.id in wanted] if captured else []
+        # Debezium locks the captured tables the snapshot reads (snapshot.include.collection.list)
+        include = [re.compile(p, re.IGNORECASE) for p in c.config.get("snapshot.include.collection.list") or []]
+        lock_ids = [t.table.id for t in self._captured.get(db) or ()
+                    if not include or any(p.fullmatch(t.collection) for p in include)]
         snap.lock_tables(conn, isolation, c.config.get("snapshot.locking.mode", "exclusive"),
                          c.config.get("snapshot.lock.timeout.ms", 10000), lock_ids)
         state.lsn = snap.snapshot_lsn(conn, db)
@@ -478,17 +453,12 @@ class SqlServerCaptureSource(CaptureSource):
         state.started = True
         return state
 
-    def _finish_database(self, db: str, emit: Callable[[Any], None] | None) -> None:
+    def _finish_database(self, db: str) -> None:
+        """A database's snapshot transaction ended (its last record's `last` marker is the
+        engine's: it marks a partition's last record when the partition changes)."""
         state = self._db_snapshots[db]
         if state.done:
             return
-        if emit is not None and self._held is not None:
-            record = self._held
-            self._held = None
-            source = record.value.get("source") if isinstance(record.value, dict) else None
-            if isinstance(source, dict) and source.get("snapshot") not in (None, "false"):
-                source["snapshot"] = "last"
-            emit(record)
         snap.end(self._conn(db))
         state.done = True
 
@@ -564,45 +534,27 @@ class SqlServerCaptureSource(CaptureSource):
             self.schema.history.stop()
 
 
-@dataclass
-class _IncludeView:
-    """A captured table as `include_order` sees it: its `schema.table` name (what
-    table.include.list patterns match for SQL Server)."""
-
-    captured: CapturedTable
-
-    @property
-    def collection(self) -> str:
-        return self.captured.include_name
-
-    @property
-    def table(self) -> Table:
-        return self.captured.table
-
-
 class SqlServerChunkDialect:
-    """The engine's planning queries in T-SQL, on a connection inside the snapshot."""
+    """The engine's planning queries in T-SQL, each on the connection of the table's database."""
 
-    def __init__(self, conn: SqlServerConnection | None) -> None:
-        self.conn = conn
+    def __init__(self, conn_of: Callable[[str], SqlServerConnection]) -> None:
+        self.conn_of = conn_of
 
     def _name(self, table: Any) -> str:
         return snap.quoted_table(table.table.id)
 
     def count(self, table: Any, select: str | None) -> int:
-        assert self.conn is not None
-        return int(self.conn.query_one(f"SELECT COUNT_BIG(*) FROM {self._name(table)}") or 0)
+        return int(self.conn_of(table.database).query_one(f"SELECT COUNT_BIG(*) FROM {self._name(table)}") or 0)
 
     def sampled_bounds(self, table: Any, key: Any, rows: int, chunks: int, percent: float) -> list[Bound]:
         return []  # TABLESAMPLE samples pages, not rows: the exact bounds are used
 
     def exact_bounds(self, table: Any, key: Any, rows: int, size: int) -> list[Bound]:
-        assert self.conn is not None
         cols = ", ".join(quote(k) for k in key)
         texts = ", ".join(f"CONVERT(nvarchar(4000), {quote(k)}, 121) AS {quote(f'__hw_k{i}')}"
                           for i, k in enumerate(key))  # the text snapshot.chunk_rows casts back
         outer = ", ".join(quote(f"__hw_k{i}") for i in range(len(key)))
-        rows_ = self.conn.query(
+        rows_ = self.conn_of(table.database).query(
             f"SELECT {outer} FROM (SELECT {texts}, ROW_NUMBER() OVER (ORDER BY {cols}) AS rn "
             f"FROM {self._name(table)}) s WHERE rn % {int(size)} = 0 AND rn < {int(rows)} ORDER BY rn")
         return [tuple(str(v) for v in r) for r in rows_]
