@@ -244,7 +244,11 @@ def test_capture_instance_switch_and_restart_from_the_history(sqlserver: SqlServ
 
 def test_heartbeats_and_skipped_operations(sqlserver: SqlServerEmulator, sqlserver_db: str, tmp_path: Path) -> None:
     create_table(sqlserver, sqlserver_db)
-    p = props(sqlserver, sqlserver_db, tmp_path, **{"heartbeat.interval.ms": "200", "skipped.operations": "u,d"})
+    sqlserver.execute("CREATE TABLE dbo.beats (id int IDENTITY(1, 1) PRIMARY KEY, at datetime2 NOT NULL)",
+                      database=sqlserver_db)
+    p = props(sqlserver, sqlserver_db, tmp_path, **{"heartbeat.interval.ms": "200", "skipped.operations": "u,d",
+                                                    "heartbeat.action.query":
+                                                        "INSERT INTO dbo.beats (at) VALUES (SYSDATETIME())"})
 
     def workload() -> None:
         sqlserver.execute("INSERT INTO dbo.items VALUES (1, 'one')", database=sqlserver_db)
@@ -257,6 +261,9 @@ def test_heartbeats_and_skipped_operations(sqlserver: SqlServerEmulator, sqlserv
     assert [r for r in records if r["value"] is None] == []  # no delete, no tombstone
     heartbeats = [r for r in records if r["topic"] == "__debezium-heartbeat.server1"]
     assert heartbeats and heartbeats[0]["key"] == {"serverName": "server1"} and "ts_ms" in heartbeats[0]["value"]
+    # heartbeat.action.query ran (committed) in the captured database, once per heartbeat record
+    beats = sqlserver.execute("SELECT COUNT(*) FROM dbo.beats", database=sqlserver_db)[0][0]
+    assert beats >= len(heartbeats) > 0
 
 
 def test_restart_inside_a_transaction_continues_its_metadata(sqlserver: SqlServerEmulator, sqlserver_db: str,

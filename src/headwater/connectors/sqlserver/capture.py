@@ -102,6 +102,7 @@ class SqlServerCaptureSource(CaptureSource):
         # databases whose stored position carries over a snapshot of the others (Debezium decides
         # per database: one whose snapshot completed streams on while another's is taken again)
         self._kept: dict[str, DatabaseOffset] = {}
+        self._heartbeat_conns: dict[str, SqlServerConnection] = {}
         self._deferred: list[Any] = []             # records for the start of streaming (schema events)
         self._schema_loaded = False
         self._streamer: Streamer | None = None
@@ -502,6 +503,8 @@ class SqlServerCaptureSource(CaptureSource):
         streamer.schema_filter = c.table_filter  # type: ignore[assignment]
         streamer.snapshot_mode_name = c.snapshot_mode_name
         streamer.snapshots_when_lost = c.snapshot_mode.snapshots_when_lost
+        if c.config.get("heartbeat.action.query", None):
+            streamer.heartbeat_action = self._heartbeat_action
         self._streamer = streamer
         log.info("streaming databases %s from %s", ", ".join(self.databases),
                  ", ".join(f"{db}: {lsn_to_str(e.commit_lsn)}" for db, e in entries.items()))
@@ -513,6 +516,25 @@ class SqlServerCaptureSource(CaptureSource):
 
         return open_unit_stream(self, start, read_ahead)
 
+    def _heartbeat_action(self, database: str) -> None:
+        """`heartbeat.action.query` in the database the heartbeat is for, on a connection of its own
+        (committed at once: the streaming connection's read transaction must not carry it). A
+        failure is logged with the query and does not stop capture; the connection is opened
+        again at the next heartbeat."""
+        query = self.config.get("heartbeat.action.query")
+        conn = self._heartbeat_conns.get(database)
+        try:
+            if conn is None or conn.closed:
+                conn = self._heartbeat_conns[database] = SqlServerConnection(self.config, database,
+                                                                             purpose="headwater-heartbeat")
+            conn.execute(query, what="heartbeat.action.query")
+            conn.commit()
+        except ConnectorError as exc:
+            log.error("heartbeat.action.query %r failed in database %s: %s", query, database, exc)
+            if conn is not None:
+                conn.close()
+                self._heartbeat_conns.pop(database, None)
+
     def current_position(self) -> Any:
         return tuple(lsn_to_str(md.max_lsn(self._conn(db), db)) for db in self.databases)
 
@@ -522,9 +544,10 @@ class SqlServerCaptureSource(CaptureSource):
 
     def release(self) -> None:
         self.close_snapshot()
-        for conn in self.conns.values():
+        for conn in [*self.conns.values(), *self._heartbeat_conns.values()]:
             conn.close()
         self.conns.clear()
+        self._heartbeat_conns.clear()
         self._catalogs.clear()
         self._streamer = None
 

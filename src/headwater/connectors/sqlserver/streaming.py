@@ -113,6 +113,8 @@ class Streamer:
         self.end_delay_s = 2 * capture_polling_interval_s
         self.commit_every_s = max(60.0, 3 * settings.poll_interval_s)
         self._last_heartbeat = time.monotonic()
+        # heartbeat.action.query's runner (database -> None; failures are its own to report)
+        self.heartbeat_action: Callable[[str], None] | None = None
         self._last_marked: dict[str, Any] | None = None
         self.states: dict[str, DatabaseState] = {}
         self._raw: dict[tuple[int, str], _Raw] = {}
@@ -155,6 +157,8 @@ class Streamer:
         if s.heartbeat_topic is not None and s.heartbeat_interval_s > 0 and \
                 (force or now - self._last_heartbeat >= s.heartbeat_interval_s):
             self._last_heartbeat = now
+            if self.heartbeat_action is not None:  # heartbeat.action.query, before the record (Debezium's order)
+                self.heartbeat_action(state.database)
             state.dispatcher.dispatch_heartbeat(self.current_offset(), s.heartbeat_topic, s.server)
         else:
             offset = self.current_offset()
