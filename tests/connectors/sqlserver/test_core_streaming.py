@@ -6,6 +6,7 @@ streaming (function mode's error 208)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from headwater.connectors.sqlserver.source_info import partition_order
+from headwater.engine.connector import ConnectorError
 from headwater.engine.offsets import FileOffsetStore
 from helpers.capture import RunningCapture
 from helpers.sqlserver import SqlServerEmulator, wait_for
@@ -324,3 +326,53 @@ def test_key_columns_column_filters_and_masks(sqlserver: SqlServerEmulator, sqls
     assert [e["key"] for e in events] == [{"name": "ann"}, {"name": "bob"}]
     assert [e["value"]["after"] for e in events] == [{"id": 1, "name": "ann", "secret": "*****"},
                                                      {"id": 2, "name": "bob", "secret": "*****"}]
+
+
+def test_initial_statements_and_updates_without_change(sqlserver: SqlServerEmulator, sqlserver_db: str,
+                                                       tmp_path: Path) -> None:
+    """database.initial.statements run on each new connection (here: a row per connection);
+    skip.messages.without.change leaves out an update that changed only an excluded column."""
+    create_table(sqlserver, sqlserver_db)
+    sqlserver.execute("ALTER TABLE dbo.items ADD note varchar(20) NULL", database=sqlserver_db)
+    sqlserver.execute("EXEC sys.sp_cdc_disable_table @source_schema = N'dbo', @source_name = N'items', "
+                      "@capture_instance = N'dbo_items'", database=sqlserver_db)
+    sqlserver.execute("EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'items', "
+                      "@role_name = NULL, @supports_net_changes = 0", database=sqlserver_db)
+    sqlserver.execute("CREATE TABLE dbo.sessions (id int IDENTITY(1, 1) PRIMARY KEY, at datetime2 NOT NULL)",
+                      database=sqlserver_db)
+    p = props(sqlserver, sqlserver_db, tmp_path, **{
+        "database.initial.statements": "INSERT INTO dbo.sessions (at) VALUES (SYSDATETIME())",
+        "skip.messages.without.change": "true", "column.exclude.list": r".*\.items\.note",
+        "table.include.list": r"dbo\.items"})
+
+    def workload() -> None:
+        sqlserver.execute("INSERT INTO dbo.items VALUES (1, 'one', 'a')", database=sqlserver_db)
+        sqlserver.execute("UPDATE dbo.items SET note = 'b' WHERE id = 1", database=sqlserver_db)  # left out
+        sqlserver.execute("UPDATE dbo.items SET name = 'ONE' WHERE id = 1", database=sqlserver_db)
+
+    records = run_until(p, tmp_path / "out.jsonl", lambda r: len(data_events(r)) >= 2, workload)
+    events = data_events(records)
+    assert [(e["value"]["op"], e["value"]["after"]) for e in events] == [
+        ("c", {"id": 1, "name": "one"}), ("u", {"id": 1, "name": "ONE"})]
+    assert sqlserver.execute("SELECT COUNT(*) FROM dbo.sessions", database=sqlserver_db)[0][0] >= 1
+
+    broken = props(sqlserver, sqlserver_db, tmp_path / "broken", **{"database.initial.statements": "SELEC 1"})
+    capture = RunningCapture(broken, tmp_path / "broken.jsonl").start()
+    wait_for(lambda: not capture.alive(), "the run to stop")
+    with pytest.raises(ConnectorError, match=re.escape("database.initial.statements: statement 'SELEC 1' failed")):
+        capture.stop()
+
+
+@pytest.mark.parametrize("mode", ["fail", "warn", "skip"])
+def test_event_processing_failure_handling_mode(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    from headwater.connectors.sqlserver.streaming import event_failed
+
+    failure = ValueError("value 70000 out of range for smallint")
+    if mode == "fail":
+        with pytest.raises(ConnectorError, match=re.escape("table db.dbo.t at commit LSN x: value 70000 out of range")):
+            event_failed(mode, "db.dbo.t", failure, "at commit LSN x")
+        return
+    with caplog.at_level("DEBUG"):
+        event_failed(mode, "db.dbo.t", failure, "at commit LSN x")
+    (message,) = [r for r in caplog.records if "skipped the change event" in r.getMessage()]
+    assert message.levelname == ("WARNING" if mode == "warn" else "DEBUG")

@@ -16,10 +16,8 @@ fully written is emitted again.
 from __future__ import annotations
 
 import copy
-import decimal
 import functools
 import logging
-import struct as stdstruct
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +38,7 @@ from headwater.engine.dispatcher import EventDispatcher
 from headwater.engine.records import OffsetMarker, SourceRecord
 from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_MESSAGE, OP_READ, OP_UPDATE
 from headwater.model.schema import OPTIONAL_STRING, Schema, struct
+from headwater.model.values import same_value
 from headwater.relational.column_mappers import ColumnMappers
 from headwater.relational.converters import CustomConverters
 from headwater.relational.filters import PrefixFilter
@@ -395,27 +394,6 @@ class ChangeEventBuilder:
         return True
 
 
-def same_value(a: Any, b: Any) -> bool:
-    """Equality of converted values as Java's equals of Connect values, which Debezium uses to
-    compare an update's before and after (skip.messages.without.change): a double equals itself
-    also when NaN but not its negative zero, a decimal's scale counts, bytes by content; lists,
-    maps and structs element by element."""
-    if a is None or b is None:
-        return a is b
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return _DOUBLE.pack(a) == _DOUBLE.pack(b) or (a != a and b != b)
-    if isinstance(a, decimal.Decimal):
-        return a == b and a.as_tuple().exponent == b.as_tuple().exponent
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same_value(v, b[k]) for k, v in a.items())
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-    return bool(a == b)
-
-
-_DOUBLE = stdstruct.Struct(">d")
 
 
 @functools.cache

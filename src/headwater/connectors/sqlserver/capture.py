@@ -35,7 +35,7 @@ from headwater.connectors.sqlserver.source_info import (
     partition_order,
     source_block,
 )
-from headwater.connectors.sqlserver.streaming import Streamer
+from headwater.connectors.sqlserver.streaming import Streamer, event_failed
 from headwater.engine.connector import ConnectorError, Emit
 from headwater.engine.snapshot_plan import (
     Bound,
@@ -424,7 +424,13 @@ class SqlServerCaptureSource(CaptureSource):
         table_id = entry.table.id
         source = source_block(self.connector.server, db, table_id.schema or "", table_id.table, ts_us=ts_us,
                               snapshot=marker, commit_lsn=lsn, change_lsn=None, event_serial_no=None)
-        dispatcher.dispatch_change(entry.schema, entry.topic, OP_READ, None, entry.schema.row(raw), source,
+        try:
+            after = entry.schema.row(raw)
+        except Exception as exc:  # a value the converters cannot take
+            event_failed(self.connector.config.get("event.processing.failure.handling.mode") or "fail",
+                         entry.collection, exc, "in the snapshot")
+            return
+        dispatcher.dispatch_change(entry.schema, entry.topic, OP_READ, None, after, source,
                                    collection=entry.collection)
 
     def _database_snapshot(self, db: str, emit: Callable[[Any], None] | None) -> _DatabaseSnapshot:

@@ -180,6 +180,25 @@ class SqlServerConnection:
         if timeout_ms > 0:  # the driver's per-statement timeout is in whole seconds
             conn.timeout = max(1, -(-timeout_ms // 1000))
         self._conn = conn
+        self._run_initial_statements()
+
+    def _run_initial_statements(self) -> None:
+        """`database.initial.statements` on every new connection (Debezium's JDBC initial
+        statements: session settings such as SET options), committed."""
+        from headwater.config.relational import split_statements
+
+        text = self.config.get("database.initial.statements", None)
+        if not text:
+            return
+        for statement in split_statements(text):
+            try:
+                self.execute(statement, what="database.initial.statements")
+                self.commit()
+            except ConnectorError as exc:
+                self.close()
+                if exc.retriable:
+                    raise
+                raise ConnectorError(f"database.initial.statements: statement {statement!r} failed: {exc}") from None
 
     @property
     def closed(self) -> bool:

@@ -214,4 +214,6 @@ class SqlServerConnector(SourceConnector):
             read_only=read_only_intent(self.config),
             heartbeat_interval_s=heartbeat_ms / 1000,
             heartbeat_topic=self.topic_naming.heartbeat_topic() if heartbeat_ms > 0 else None,
-            provide_transaction_metadata=bool(self.config.get("provide.transaction.metadata")))
+            provide_transaction_metadata=bool(self.config.get("provide.transaction.metadata")),
+            failure_mode=self.config.get("event.processing.failure.handling.mode") or "fail",
+            skip_unchanged=bool(self.config.get("skip.messages.without.change")))

@@ -52,6 +52,7 @@ from headwater.connectors.sqlserver.source_info import DatabaseOffset, epoch_mic
 from headwater.engine.connector import ConnectorError, connector_error
 from headwater.engine.dispatcher import EventDispatcher
 from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_UPDATE
+from headwater.model.values import same_value
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,8 @@ class StreamSettings:
     heartbeat_interval_s: float           # heartbeat.interval.ms
     heartbeat_topic: str | None
     provide_transaction_metadata: bool
+    failure_mode: str = "fail"            # event.processing.failure.handling.mode
+    skip_unchanged: bool = False          # skip.messages.without.change
 
 
 @dataclass
@@ -472,13 +475,20 @@ class Streamer:
         raw = self._raw.get(key)
         if raw is None or raw.entry is not entry:
             raw = self._raw[key] = _Raw(entry, ct)
-        if operation == OP_INSERT:
-            op, before, after = OP_CREATE, None, entry.schema.row(raw(row))
-        elif operation == CDC_DELETE:
-            op, before, after = OP_DELETE, entry.schema.row(raw(row)), None
-        else:
-            assert after_row is not None
-            op, before, after = OP_UPDATE, entry.schema.row(raw(row)), entry.schema.row(raw(after_row))
+        try:
+            if operation == OP_INSERT:
+                op, before, after = OP_CREATE, None, entry.schema.row(raw(row))
+            elif operation == CDC_DELETE:
+                op, before, after = OP_DELETE, entry.schema.row(raw(row)), None
+            else:
+                assert after_row is not None
+                op, before, after = OP_UPDATE, entry.schema.row(raw(row)), entry.schema.row(raw(after_row))
+        except Exception as exc:  # a value the converters cannot take
+            event_failed(self.settings.failure_mode, entry.collection, exc,
+                         f"at commit LSN {describe(offset.commit_lsn)}, change LSN {describe(offset.change_lsn)}")
+            return
+        if op == OP_UPDATE and self.settings.skip_unchanged and same_value(before, after):
+            return  # skip.messages.without.change: no captured column changed
         state.dispatcher.dispatch_change(entry.schema, entry.topic, op, before, after, source,
                                          collection=entry.collection, tx_id=tx_id if
                                          self.settings.provide_transaction_metadata else None, tx_ts_ms=ts_ms)
@@ -580,3 +590,17 @@ class _Raw:
                 if is_max and out[i] is None and bit is not None and not column_changed(row.update_mask, bit):
                     out[i] = self.unavailable
         return out
+
+
+def event_failed(mode: str, collection: str, exc: BaseException, where: str) -> None:
+    """Debezium's `event.processing.failure.handling.mode` for an event that cannot be built:
+    fail stops the connector naming the table and position, warn logs it and leaves the event
+    out, skip leaves it out (logged at debug level, as Debezium does)."""
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if mode == "fail":
+        raise ConnectorError(f"cannot process the change event of table {collection} {where}: {reason}. "
+                             "event.processing.failure.handling.mode=fail stops here; set it to warn or skip to "
+                             "leave such events out")
+    log.log(logging.WARNING if mode == "warn" else logging.DEBUG,
+            "skipped the change event of table %s %s (event.processing.failure.handling.mode=%s): %s", collection,
+            where, mode, reason)

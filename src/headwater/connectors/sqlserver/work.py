@@ -27,6 +27,7 @@ from headwater.connectors.sqlserver.changes import skipped_codes
 from headwater.connectors.sqlserver.connection import SqlServerConnection, quote
 from headwater.connectors.sqlserver.lsn import lsn_to_str
 from headwater.connectors.sqlserver.source_info import epoch_micros, make_offset, source_block
+from headwater.connectors.sqlserver.streaming import event_failed
 from headwater.connectors.sqlserver.units import (
     SnapshotUnit,
     StreamUnit,
@@ -145,7 +146,13 @@ class SqlServerWorkDecoder(WorkDecoder):
         table_id = entry.table.id
         source = source_block(self.connector().server, unit.database, table_id.schema or "", table_id.table,
                               ts_us=ts_us, snapshot=marker, commit_lsn=unit.lsn, change_lsn=None, event_serial_no=None)
-        dispatcher.dispatch_change(entry.schema, entry.topic, OP_READ, None, entry.schema.row(raw), source,
+        try:
+            after = entry.schema.row(raw)
+        except Exception as exc:  # a value the converters cannot take
+            event_failed(self.connector().config.get("event.processing.failure.handling.mode") or "fail",
+                         entry.collection, exc, "in the snapshot")
+            return
+        dispatcher.dispatch_change(entry.schema, entry.topic, OP_READ, None, after, source,
                                    collection=entry.collection)
         base = snapshot_position(unit.db_index, chunk.table_index, chunk.chunk_index, row)
         for i, record in enumerate(held):
