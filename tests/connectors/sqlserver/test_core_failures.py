@@ -49,7 +49,9 @@ class InProcess:
 @pytest.fixture
 def emulator(pg_server: Any) -> Iterator[InProcess]:
     with emulator_in_process(pg_server, capture_interval=0.1) as engine:
-        yield InProcess(engine)
+        emulator = InProcess(engine)
+        yield emulator
+        _drop_created(emulator)
 
 
 @pytest.fixture
@@ -65,14 +67,28 @@ def restartable(pg_server: Any) -> Iterator[InProcess]:
     emulator.tds = tds  # type: ignore[attr-defined]
     try:
         yield emulator
+        _drop_created(emulator)
     finally:
         emulator.tds.stop()  # type: ignore[attr-defined]
         engine.close()
 
 
+_created: list[str] = []
+
+
+def _drop_created(emulator: InProcess) -> None:
+    """Drop the databases the tests created: the emulator runs on the session's shared PostgreSQL,
+    where each CDC database holds a replication slot other tests would see."""
+    while _created:
+        name = _created.pop()
+        with contextlib.suppress(Exception):
+            emulator.execute(f"DROP DATABASE {name}")
+
+
 def _database(emulator: InProcess) -> str:
     name = f"core_fail_{uuid.uuid4().hex[:8]}"
     emulator.execute(f"CREATE DATABASE {name}")
+    _created.append(name)
     emulator.execute("EXEC sys.sp_cdc_enable_db", database=name)
     emulator.execute("CREATE TABLE dbo.items (id int NOT NULL PRIMARY KEY, name varchar(40) NULL)", database=name)
     emulator.execute("EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'items', "
