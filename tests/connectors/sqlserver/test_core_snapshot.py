@@ -75,6 +75,10 @@ def test_always_snapshots_on_every_start(sqlserver: SqlServerEmulator, sqlserver
     p = props(sqlserver, sqlserver_db, tmp_path, **{"snapshot.mode": "always"})
     first = run_until(p, tmp_path / "first.jsonl", lambda r: len(data_events(r)) >= 2)
     sqlserver.execute("INSERT INTO dbo.items VALUES (3, 'three')", database=sqlserver_db)
+    # the capture job is asynchronous (as on a real server): a snapshot taken before it has read the
+    # insert sees the row in the table and then streams its change too (at-least-once), so wait for it
+    wait_for(lambda: sqlserver.execute(f"SELECT COUNT(*) FROM {sqlserver_db}.cdc.dbo_items_CT WHERE id = 3")[0][0]
+             == 1, "the capture")
     second = run_until(p, tmp_path / "second.jsonl", lambda r: len(data_events(r)) >= 3)
     t = _topic(sqlserver_db)
     assert summary(first) == [(t, "r", 1), (t, "r", 2)]
