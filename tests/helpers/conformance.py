@@ -99,7 +99,7 @@ def run_scenario(scenario: Path, golden: Path, pg_db: Any, tmp_path: Path,
     finally:
         capture.stop()
     got = [normalize.normalize_event(r) for r in drop_sentinels(capture.records())]
-    want = normalize.load(str(golden / f"{name}.jsonl"))
+    want = normalize.load(str(golden_file(golden, name)))
     if os.environ.get("HW_CONFORMANCE_DUMP"):
         dump = Path(os.environ["HW_CONFORMANCE_DUMP"])
         dump.mkdir(parents=True, exist_ok=True)
@@ -108,10 +108,18 @@ def run_scenario(scenario: Path, golden: Path, pg_db: Any, tmp_path: Path,
     return got, want
 
 
+def golden_file(golden: Path, name: str) -> Path:
+    """`<name>.jsonl`, or `<name>.jsonl.gz` for a golden file stored compressed (over 2 MB)."""
+    plain = golden / f"{name}.jsonl"
+    return plain if plain.exists() else golden / f"{name}.jsonl.gz"
+
+
 SHARED_SCENARIOS = CONFORMANCE / "scenarios"
 SHARED_GOLDEN = CONFORMANCE / "golden"
 EXTRA_SCENARIOS = CONFORMANCE / "extra" / "scenarios"
 EXTRA_GOLDEN = CONFORMANCE / "extra" / "golden"
+SIGNAL_SCENARIOS = CONFORMANCE / "signals" / "scenarios"
+SIGNAL_GOLDEN = CONFORMANCE / "signals" / "golden"
 
 # Scenarios where Headwater knowingly differs from Debezium (docs/compat.md): an xfail(strict) each,
 # with the exact difference, on every path that runs them.
@@ -123,7 +131,8 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 }
 
 
-def scenario_params(*, shared: bool = True, extra: bool = True, known: dict[str, str] | None = None) -> list[Any]:
+def scenario_params(*, shared: bool = True, extra: bool = True, signals: bool = False,
+                    known: dict[str, str] | None = None) -> list[Any]:
     """pytest params (scenario dir, golden dir) for every recorded scenario, id'd by name; the
     known differences (and `known`, differences of one path) as strict xfails."""
     import pytest
@@ -131,7 +140,8 @@ def scenario_params(*, shared: bool = True, extra: bool = True, known: dict[str,
     reasons = {**KNOWN_DIFFERENCES, **(known or {})}
     out = []
     for wanted, scenarios, golden in ((shared, SHARED_SCENARIOS, SHARED_GOLDEN),
-                                      (extra, EXTRA_SCENARIOS, EXTRA_GOLDEN)):
+                                      (extra, EXTRA_SCENARIOS, EXTRA_GOLDEN),
+                                      (signals, SIGNAL_SCENARIOS, SIGNAL_GOLDEN)):
         if not wanted:
             continue
         for sdir in sorted(p for p in scenarios.iterdir() if p.is_dir()):

@@ -9,18 +9,21 @@ indexes into the log; a log purged up to an index no longer holds the positions 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from headwater.engine.connector import ConnectorError, Emit, RetriableConnectorError, SourceConnector
 from headwater.engine.dispatcher import EventDispatcher
+from headwater.engine.records import SourceRecord
 from headwater.engine.registry import SourceDescription
+from headwater.engine.signals.connector import ChunkRow, IncrementalSource, SnapshotTableError
 from headwater.engine.snapshot_plan import Bound, SnapshotChunk, snapshot_marker
 from headwater.engine.snapshot_policy import Stored
 from headwater.engine.source import CaptureSource, Offset, SnapshotPoint, UnitStream
 from headwater.model.envelope import COMMON_SOURCE_FIELDS, OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE
-from headwater.model.schema import INT64, NO_DEFAULT, OPTIONAL_INT64, STRING, Schema, struct
+from headwater.model.schema import INT64, NO_DEFAULT, OPTIONAL_INT64, OPTIONAL_STRING, STRING, Schema, struct
 from headwater.relational.table import Column, Table, TableId
 from headwater.relational.table_schema import TableSchema, build_table_schema
 
@@ -37,6 +40,9 @@ class Settings(dict):
         "snapshot.mode.configuration.based.snapshot.data": False,
         "snapshot.mode.configuration.based.snapshot.on.data.error": False,
         "snapshot.mode.configuration.based.start.stream": True,
+        "signal.data.collection": None, "signal.enabled.channels": ["source"], "signal.poll.interval.ms": 100,
+        "incremental.snapshot.chunk.size": 1024, "incremental.snapshot.watermarking.strategy": "insert_insert",
+        "notification.enabled.channels": [], "notification.sink.topic.name": None,
     }
 
     def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
@@ -51,12 +57,17 @@ class Settings(dict):
 
 
 class _Int64Converters:
-    """Every column is a 64-bit integer; values are Python ints already."""
+    """Every column is a 64-bit integer; values are Python ints already (`text` columns: strings,
+    for the signal table)."""
 
     def schema_for(self, table: Table, column: Column) -> Schema | None:
+        if column.type_name == "text":
+            return OPTIONAL_STRING
         return INT64
 
     def converter_for(self, table: Table, column: Column, schema: Schema) -> Callable[[Any], Any]:
+        if column.type_name == "text":
+            return lambda v: v
         return int
 
     def default_for(self, table: Table, column: Column, schema: Schema) -> Any:
@@ -75,7 +86,7 @@ class MemoryTable:
     raw_columns: tuple[str, ...]
     schema: TableSchema
     topic: str
-    rows: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    rows: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -95,9 +106,9 @@ class MemoryDatabase:
         self.acknowledged: list[int] = []
         self.changed = threading.Condition()
 
-    def create(self, name: str, *columns: str) -> None:
-        table = Table(TableId(None, "public", name), tuple(Column(c, i + 1, "int8") for i, c in enumerate(columns)),
-                      (columns[0],))
+    def create(self, name: str, *columns: str, type_name: str = "int8") -> None:
+        table = Table(TableId(None, "public", name),
+                      tuple(Column(c, i + 1, type_name) for i, c in enumerate(columns)), (columns[0],))
         schema = build_table_schema(table, _Int64Converters(), topic_prefix=self.server, source_schema=SOURCE_SCHEMA)
         self.tables[f"public.{name}"] = MemoryTable(f"public.{name}", table, tuple(columns), schema,
                                                     f"{self.server}.public.{name}")
@@ -121,6 +132,10 @@ class MemoryDatabase:
 
     def delete(self, name: str, key: int) -> None:
         self._apply(Change(OP_DELETE, f"public.{name}", self.tables[f"public.{name}"].rows[key], None))
+
+    def delete_where(self, name: str, key: Any) -> None:
+        if key in self.tables[f"public.{name}"].rows:
+            self.delete(name, key)
 
     def purge(self) -> None:
         """Drop the log's positions so far (as a database's retention would)."""
@@ -189,7 +204,8 @@ class MemoryCaptureSource(CaptureSource):
         return SnapshotPoint(rows, {"pos": pos, "snapshot": True})
 
     def snapshot_tables(self, point: SnapshotPoint) -> list[Any]:
-        return list(self.db.tables.values())
+        signal = self.connector.config.get("signal.data.collection")
+        return [t for t in self.db.tables.values() if t.collection != signal]
 
     def chunk_dialect(self, point: SnapshotPoint) -> _Dialect:
         return _Dialect(point.handle)
@@ -197,6 +213,12 @@ class MemoryCaptureSource(CaptureSource):
     def read_chunk(self, point: SnapshotPoint, chunk: SnapshotChunk, emit: Callable[[Any], None],
                    stop: threading.Event) -> None:
         table = self.db.tables[chunk.collection]
+        if chunk.select is not None:  # "WHERE <python expression over the columns>" stands for a SELECT
+            condition = chunk.select.split("WHERE", 1)[1]
+            keep = {k for k, row in point.handle[chunk.collection].items()
+                    if _holds(condition, table.raw_columns, row)}
+            point = SnapshotPoint({**point.handle, chunk.collection: {k: point.handle[chunk.collection][k]
+                                                                      for k in keep}}, point.offset)
         keys = sorted(k for k in point.handle[chunk.collection]
                       if (chunk.lower is None or k > int(chunk.lower[0]))
                       and (chunk.upper is None or k <= int(chunk.upper[0])))
@@ -246,6 +268,11 @@ class MemoryCaptureSource(CaptureSource):
                 dispatcher.dispatch_offset({"pos": pos})
             emit(records)
 
+    def incremental_source(self) -> MemoryIncrementalSource | None:
+        if self.connector.config.get("signal.data.collection") is None:
+            return None
+        return MemoryIncrementalSource(self)
+
     def stream_units(self, start: Offset, read_ahead: int) -> UnitStream:
         raise ConnectorError("the memory connector has no parallel streaming")
 
@@ -268,6 +295,7 @@ class MemoryConnector(SourceConnector):
         self.config = Settings(properties)
         self.fail_at: int | None = None  # a retriable failure when streaming reaches this position
         self.fail_always = False         # ... at every run, not only the first
+        self.chunk_delay = 0.0           # seconds an incremental-snapshot chunk takes to read
         self.sources: list[MemoryCaptureSource] = []
 
     def partition(self) -> dict[str, Any]:
@@ -285,3 +313,81 @@ class MemoryConnector(SourceConnector):
         return EventDispatcher(emit=emit, next_offset=next_offset,
                                tombstones_on_delete=self.config.get("tombstones.on.delete"),
                                skipped_operations=frozenset())
+
+
+def _holds(condition: str | None, columns: tuple[str, ...], row: tuple[Any, ...]) -> bool:
+    """A condition of this test double: a Python expression over the row's columns."""
+    return condition is None or bool(eval(condition, {}, dict(zip(columns, row, strict=True))))
+
+
+class MemoryIncrementalSource(IncrementalSource):
+    """Incremental and blocking snapshots over the memory database; the signal table is a table of
+    text columns (id, type, data) written through the log like any other."""
+
+    def __init__(self, capture: MemoryCaptureSource) -> None:
+        self.capture = capture
+        self.db = capture.db
+        self.signal = capture.connector.config.get("signal.data.collection")
+        self.chunks_read = 0
+
+    def captured_tables(self) -> list[str]:
+        return [c for c in self.db.tables if c != self.signal]
+
+    def _table(self, collection: str) -> MemoryTable:
+        table = self.db.tables.get(collection)
+        if table is None:
+            raise SnapshotTableError(f"table {collection} does not exist", "UNKNOWN_SCHEMA")
+        return table
+
+    def chunk_columns(self, collection: str, surrogate_key: str | None) -> list[str]:
+        table = self._table(collection)
+        if surrogate_key is not None:
+            if surrogate_key not in table.raw_columns:
+                raise SnapshotTableError(f"{collection} has no column {surrogate_key}", "SQL_EXCEPTION")
+            return [surrogate_key]
+        return [table.raw_columns[0]]
+
+    def _rows(self, collection: str, columns: Sequence[str],
+              condition: str | None) -> list[tuple[tuple[Any, ...], Any]]:
+        table = self._table(collection)
+        index = [table.raw_columns.index(c) for c in columns]
+        with self.db.changed:
+            rows = list(table.rows.values())
+        return sorted(((tuple(r[i] for i in index), r) for r in rows if _holds(condition, table.raw_columns, r)),
+                      key=lambda kr: kr[0])
+
+    def maximum_key(self, collection: str, columns: Sequence[str], condition: str | None) -> tuple[Any, ...] | None:
+        rows = self._rows(collection, columns, condition)
+        return rows[-1][0] if rows else None
+
+    def read_chunk(self, collection: str, columns: Sequence[str], after: tuple[Any, ...] | None,
+                   maximum: tuple[Any, ...], limit: int, condition: str | None) -> list[ChunkRow]:
+        self.chunks_read += 1
+        time.sleep(self.capture.connector.chunk_delay)
+        schema = self._table(collection).schema
+        out = []
+        for key, row in self._rows(collection, columns, condition):
+            if (after is None or key > after) and key <= maximum:
+                out.append(ChunkRow(schema.key(schema.row(row)), key, row))
+                if len(out) == limit:
+                    break
+        return out
+
+    def read_events(self, collection: str, rows: Sequence[ChunkRow], offset: Offset) -> list[SourceRecord]:
+        table = self._table(collection)
+        records: list[Any] = []
+        dispatcher = self.capture.connector.dispatcher(records.append, lambda: offset)
+        for row in rows:
+            dispatcher.dispatch_change(table.schema, table.topic, OP_READ, None, table.schema.row(row.row),
+                                       _source(self.db.server, table.table.id.table, "incremental", None),
+                                       collection=collection)
+        return records
+
+    def insert_signal(self, signal_id: str, signal_type: str, data: str | None) -> None:
+        self.db.insert(self.signal.split(".", 1)[1], signal_id, signal_type, data)
+
+    def delete_signal(self, signal_id: str) -> None:
+        self.db.delete_where(self.signal.split(".", 1)[1], signal_id)
+
+    def open_blocking_snapshot(self, position: Offset) -> SnapshotPoint:
+        return self.capture.open_snapshot(None, False)

@@ -135,6 +135,37 @@ def is_snapshot_event(event: Mapping[str, Any]) -> bool:
     return source is not None and source.get("snapshot") not in (None, "false", False)
 
 
+def initial_snapshot_events(events: Sequence[Mapping[str, Any]]) -> int:
+    """The initial snapshot's records: snapshot records before the first streamed one (incremental
+    snapshot reads, `source.snapshot` incremental, and a blocking snapshot's records come while streaming)."""
+    count = 0
+    for e in events:
+        source = source_of(e)
+        if source is None:
+            continue
+        if not is_snapshot_event(e) or source.get("snapshot") == "incremental":
+            break
+        count += 1
+    return count
+
+
+INCREMENTAL_SNAPSHOT = "Incremental Snapshot"
+
+
+def incremental_snapshot_running(records: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the notifications (notification.enabled.channels=sink) say an incremental snapshot is still
+    running: one STARTED whose COMPLETED has not come yet."""
+    running = False
+    for r in records:
+        payload = payload_of(r)
+        if isinstance(payload, dict) and payload.get("aggregate_type") == INCREMENTAL_SNAPSHOT:
+            if payload.get("type") == "STARTED":
+                running = True
+            elif payload.get("type") == "COMPLETED":
+                running = False
+    return running
+
+
 _CREATE_DATABASE = re.compile(r"\bCREATE\s+DATABASE\s+\[?(\w+)\]?", re.IGNORECASE)
 
 
@@ -447,7 +478,7 @@ def run_scenario(name: str, server: Server, workdir: Path, *, start: StartCaptur
         if start is None:
             return dry_run(name, scenario, conn, setup_conn, databases, want, workdir)
         capture = start(props, workdir)
-        wait_snapshot(capture, sum(1 for e in want if is_snapshot_event(e)), quiet=quiet)
+        wait_snapshot(capture, initial_snapshot_events(want), quiet=quiet)
         ensure_alive(name, capture)
         log(f"{name}: snapshot out ({len(capture.records())} records); workload.sql")
 
@@ -460,6 +491,10 @@ def run_scenario(name: str, server: Server, workdir: Path, *, start: StartCaptur
                 ensure_alive(name, capture)
                 notes.append(f"note: after {len(capture.records())} records the capture was quiet for {quiet} s "
                              f"without reaching the captured LSNs" + (f" / {expected} records" if expected else ""))
+            if props.get("signal.data.collection") and expected is None:
+                # an incremental snapshot writes its window marks while it runs: the workload goes on
+                # once it has completed (record.py waited for the quiet that follows)
+                wait_incremental_done(capture, quiet=quiet)
 
         n = run_batches(setup_conn, scenario.workload, on_wait=settled, what="workload.sql")
         settled(len(want))
@@ -477,6 +512,17 @@ def run_scenario(name: str, server: Server, workdir: Path, *, start: StartCaptur
                 drop_databases(cleanup, created_databases(scenario, props))
     got = [normalize_event(json.loads(json.dumps(r))) for r in capture.records()]
     return Result(name, got, want, workdir, notes)
+
+
+def wait_incremental_done(capture: Capture, *, quiet: float, timeout: float = 300) -> None:
+    """Until no incremental snapshot runs (its COMPLETED notification is out), or the output has been quiet
+    for ``quiet`` s."""
+    progress = Progress(capture)
+    deadline = time.monotonic() + timeout
+    while capture.alive() and time.monotonic() < deadline:
+        if not incremental_snapshot_running(progress.poll()) or progress.quiet_for() >= quiet:
+            return
+        time.sleep(POLL)
 
 
 def ensure_alive(name: str, capture: Capture) -> None:

@@ -1,4 +1,4 @@
-"""`headwater` command line: run, validate, demo, docs."""
+"""`headwater` command line: run, validate, demo, pipeline, signal, docs."""
 
 from __future__ import annotations
 
@@ -118,6 +118,86 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
 
 
+def cmd_signal(args: argparse.Namespace) -> int:
+    """Send a signal through a channel the configuration enables (the first of source, file, kafka
+    it lists, unless --channel says which)."""
+    import orjson
+
+    from headwater.engine.connector import ConnectorError
+    from headwater.engine.signals.channels import SignalChannelError, enabled_channels, new_signal, send_signal
+    from headwater.engine.signals.signal import SignalError
+
+    if args.config is None:
+        args.config = args.config_option
+    elif args.config_option is not None and args.config_option != args.config:
+        _error(f"two configurations given: {args.config} and --config {args.config_option}")
+        return EXIT_CONFIG
+    if args.config is None:
+        _error("no configuration: headwater signal --config FILE --type TYPE [--data JSON]")
+        return EXIT_CONFIG
+    if args.data is not None:
+        try:
+            parsed = orjson.loads(args.data)
+        except orjson.JSONDecodeError as exc:
+            _error(f"--data is not valid JSON ({exc})")
+            return EXIT_CONFIG
+        if not isinstance(parsed, dict):
+            _error("--data must be a JSON object, e.g. '{\"data-collections\": [\"public.orders\"]}'")
+            return EXIT_CONFIG
+    config = _load(args)
+    if config is None:
+        return EXIT_CONFIG
+    channel = args.channel
+    if channel is None:
+        sendable = [c for c in enabled_channels(config.connector) if c in ("source", "file", "kafka")]
+        if not sendable:
+            _error("no channel in signal.enabled.channels that `headwater signal` can write to (source, file, kafka)")
+            return EXIT_CONFIG
+        channel = sendable[0]
+    elif channel not in enabled_channels(config.connector):
+        _error(f"the {channel} signal channel is not enabled (signal.enabled.channels="
+               f"{','.join(enabled_channels(config.connector)) or 'none'}): the connector would not read the signal")
+        return EXIT_CONFIG
+    if channel == "source" and not config.connector.get("signal.data.collection"):
+        _error("the source channel writes to the signal table: set signal.data.collection")
+        return EXIT_CONFIG
+    try:
+        signal = new_signal(args.type, args.data, args.id, channel)
+    except SignalError as exc:
+        _error(str(exc))
+        return EXIT_CONFIG
+    try:
+        if channel == "source":
+            done = _send_to_signal_table(config, signal)
+        else:
+            done = send_signal(config.connector, channel, signal)
+    except (SignalChannelError, ConnectorError) as exc:
+        _error(str(exc))
+        return EXIT_FAILURE
+    data = f" with data {signal.data}" if signal.data is not None else ""
+    print(f"signal {signal.id!r} of type {signal.type!r}{data}: {done}")
+    return EXIT_OK
+
+
+def _send_to_signal_table(config, signal) -> str:  # (HeadwaterConfig, Signal) -> what was done
+    from headwater.engine.connector import ConnectorError
+    from headwater.engine.signals.channels import send_signal
+    from headwater.standalone import build_connector
+
+    connector = build_connector(config)
+    capture = connector.capture_source(parallel=False)
+    try:
+        source = capture.incremental_source()
+        if source is None:
+            raise ConnectorError(f"connector {connector.connector_name!r} has no signal table support")
+        try:
+            return send_signal(config.connector, "source", signal, source=source)
+        finally:
+            source.close()
+    finally:
+        capture.close()
+
+
 def cmd_docs(_args: argparse.Namespace) -> int:
     from headwater.config.docs import render_markdown
 
@@ -154,6 +234,19 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline = sub.add_parser("pipeline", help="run a Spark pipeline: source -> Delta / Kafka / JSONL sinks")
     pipeline.add_argument("pipeline", help="the pipeline YAML (source, sinks, trigger, checkpoint, spark)")
     pipeline.set_defaults(func=cmd_pipeline)
+
+    signal_cmd = sub.add_parser("signal", help="send a signal (execute-snapshot, stop-snapshot, ...) through a "
+                                "channel the configuration enables")
+    signal_cmd.add_argument("config", nargs="?", help="the connector's configuration (as for run)")
+    signal_cmd.add_argument("--config", dest="config_option", metavar="FILE", help="the same, as an option")
+    signal_cmd.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a property (repeatable)")
+    signal_cmd.add_argument("--channel", type=str.lower, choices=("source", "file", "kafka"),
+                            help="where to send it (default: the first of these in signal.enabled.channels)")
+    signal_cmd.add_argument("--type", required=True, help="the signal's type, e.g. execute-snapshot")
+    signal_cmd.add_argument("--data", help="its data, a JSON object, e.g. "
+                            "'{\"data-collections\": [\"public.orders\"], \"type\": \"incremental\"}'")
+    signal_cmd.add_argument("--id", help="its id (default: a new UUID)")
+    signal_cmd.set_defaults(func=cmd_signal)
 
     docs = sub.add_parser("docs", help="print the configuration reference (Markdown)")
     docs.set_defaults(func=cmd_docs)

@@ -87,10 +87,17 @@ _CONNECT_ERRORS = (
 _CONNECT_OFFSETS = "Kafka-based offset storage is not used; Headwater keeps offsets in a file or the Spark checkpoint"
 _NO_REGISTRY = "no schema registry is used: Headwater's converter is Debezium's JSON"
 _EOS = "Kafka Connect exactly-once source support; Headwater delivers at-least-once to idempotent sinks"
-_NO_KAFKA_SIGNALS = "the Kafka signal channel is not supported: Headwater runs no Kafka consumer"
-_NO_SIGNALS_YET = ("signals are not supported yet: the signaling table is captured like any other table and "
-                   "its rows are not read as signals")
-_NO_NOTIFICATIONS = "notifications are not emitted: Headwater logs snapshot and streaming progress instead"
+_NOTIFICATION_CHANNELS = ("sink", "log", "jmx")
+
+
+def _notification_channels_valid(value: Any) -> str | None:
+    # Debezium matches channel names exactly and skips unknown ones silently; Headwater refuses them
+    # (a custom channel class cannot be loaded here).
+    bad = [item for item in value if item not in _NOTIFICATION_CHANNELS]
+    if bad:
+        return (f"unknown notification channel(s) {', '.join(bad)}; the channels are sink and log (jmx is "
+                "accepted and has no effect)")
+    return None
 
 
 # -------------------------------------------------------------------------------------------
@@ -134,6 +141,61 @@ def _check_retry_delays(cfg: Configuration, report: Report) -> None:
             f"invalid value '{hi}' for property 'errors.retry.delay.max.ms': must be >= "
             f"errors.retry.delay.initial.ms ({lo})"
         )
+
+
+# the channels headwater.engine.signals.channels knows; custom channels (Java classes) are not supported
+SIGNAL_CHANNELS = ("source", "file", "kafka", "in-process", "jmx")
+# properties that only the named channel reads (warned about when it is not enabled)
+_CHANNEL_PROPERTIES = {
+    "file": ("signal.file",),
+    "kafka": ("signal.kafka.topic", "signal.kafka.groupId", "signal.kafka.bootstrap.servers",
+              "signal.kafka.poll.timeout.ms", "kafka.consumer.offset.commit.enabled"),
+}
+
+
+def _signal_channels_valid(value: Any) -> str | None:
+    unknown = [item for item in value if item.lower() not in SIGNAL_CHANNELS]
+    if unknown:
+        return (f"unknown signal channel(s) {', '.join(unknown)}; Headwater's channels are "
+                f"{', '.join(SIGNAL_CHANNELS)} (custom channel classes are not supported)")
+    return None
+
+
+def _check_signal_channels(cfg: Configuration, report: Report) -> None:
+    if not report.valid("signal.enabled.channels"):
+        return
+    enabled = {item.lower() for item in cfg.get("signal.enabled.channels")}
+    if "jmx" in enabled:
+        report.warn("signal channel 'jmx' (signal.enabled.channels) has no effect: Headwater has no JMX; send "
+                    "signals with `headwater signal` (source, file or kafka channel) or the in-process API")
+    if "kafka" in enabled and not (cfg.get("signal.kafka.bootstrap.servers") or "").strip():
+        report.error("missing required property 'signal.kafka.bootstrap.servers': the kafka signal channel is "
+                     "enabled (signal.enabled.channels)")
+    for channel, names in _CHANNEL_PROPERTIES.items():
+        if channel in enabled:
+            continue
+        keys = [n for n in names if cfg.is_set(n)]
+        if channel == "kafka":
+            keys += [k for k in cfg.dynamic_keys() if k.startswith("signal.consumer.")]
+        for key in keys:
+            report.warn(f"property '{key}' is ignored: the {channel} signal channel is not enabled "
+                        "(signal.enabled.channels)")
+
+
+def _check_notifications(cfg: Configuration, report: Report) -> None:
+    if not report.valid("notification.enabled.channels", "notification.sink.topic.name"):
+        return
+    channels = cfg.get("notification.enabled.channels")
+    # Debezium's SinkNotificationChannel.validateNotificationTopicName
+    if "sink" in channels and not (cfg.get("notification.sink.topic.name") or "").strip():
+        report.error("missing required property 'notification.sink.topic.name': the topic for the notifications "
+                     "must be provided when the sink notification channel is enabled (notification.enabled.channels)")
+    if "jmx" in channels:
+        report.warn("notification channel 'jmx' (notification.enabled.channels) has no effect: Headwater has no "
+                    "JMX; use the sink or log channel")
+    if "sink" not in channels and cfg.is_set("notification.sink.topic.name"):
+        report.warn("property 'notification.sink.topic.name' is ignored: the sink notification channel is not "
+                    "enabled (notification.enabled.channels)")
 
 
 # -------------------------------------------------------------------------------------------
@@ -511,6 +573,18 @@ COMMON_FIELDS = FieldSet(
         "pieces: memory does not depend on a fetch size",
     ),
     Field(
+        "snapshot.chunk.rows",
+        T.INT,
+        100_000,
+        group="snapshot",
+        validator=non_negative,
+        doc="Headwater only (standalone runner): rows per chunk of the initial snapshot. Tables larger than "
+        "this are read in key ranges of about this many rows, and each snapshot record's offset records the "
+        "chunks completed, so that a snapshot interrupted by a crash resumes at its next chunk instead of "
+        "starting over (see docs/compat.md, \"Resumable initial snapshot\"). 0 reads each table whole (a "
+        "crash then re-reads the table it interrupted). The Spark source uses its snapshotChunkRows option.",
+    ),
+    Field(
         "snapshot.max.threads",
         T.INT,
         1,
@@ -528,59 +602,83 @@ COMMON_FIELDS = FieldSet(
         T.LIST,
         ["source"],
         group="signals",
-        doc="Enabled signal channels: source (the signaling table), kafka, file, jmx, or a custom channel. "
-        "Not supported yet: signals are not read (a warning at start when set).",
-        ignored_reason=_NO_SIGNALS_YET,
+        validator=_signal_channels_valid,
+        doc="Enabled signal channels: source (the signaling table signal.data.collection, read through the "
+        "change stream), file (signal.file), kafka (signal.kafka.*), in-process (the API of an application "
+        "that runs the engine). jmx is accepted with a warning at start: Headwater has no JMX. Send a signal "
+        "with `headwater signal`.",
     ),
     Field(
         "signal.data.collection",
         T.STRING,
         group="signals",
-        doc="Fully-qualified name of the signaling table, <schemaName>.<tableName>. Needed for "
-        "source-channel signals and incremental snapshots. Not supported yet: the table is captured like "
-        "any other and its rows are not read as signals (a warning at start when set).",
-        ignored_reason=_NO_SIGNALS_YET,
+        doc="Fully-qualified name of the signaling table (PostgreSQL <schemaName>.<tableName>, SQL Server "
+        "<databaseName>.<schemaName>.<tableName>) with three columns in this order: id, type, data (any names). "
+        "Its inserted rows are read as signals from the change stream, and incremental snapshots write their "
+        "window marks to it, so it is captured (and added to a filtered publication) even when the include "
+        "lists leave it out; its rows are not snapshotted. Needed for the source channel and incremental "
+        "snapshots.",
+    ),
+    Field(
+        "signal.file",
+        T.STRING,
+        "file-signals.txt",
+        group="signals",
+        validator=non_empty,
+        doc="File the file signal channel reads: one JSON object {\"id\", \"type\", \"data\"} a line; the "
+        "file is emptied after each read. A relative path is relative to the working directory.",
+    ),
+    Field(
+        "signal.poll.interval.ms",
+        T.LONG,
+        5000,
+        group="signals",
+        validator=positive_int,
+        doc="How often the file, kafka and in-process signal channels are read (the source channel's "
+        "signals arrive with the stream).",
     ),
     Field(
         "signal.kafka.topic",
         T.STRING,
         group="signals",
         default_doc="<topic.prefix>-signal",
-        doc="Kafka topic watched for signals; it must have a single partition.",
-        ignored_reason=_NO_KAFKA_SIGNALS,
+        validator=non_empty,
+        doc="Kafka topic watched for signals. It must have a single partition: only partition 0 is read. A "
+        "record's key must be topic.prefix (others are skipped), its value {\"id\", \"type\", \"data\"}.",
     ),
     Field(
         "signal.kafka.groupId",
         T.STRING,
         "kafka-signal",
         group="signals",
-        doc="Consumer group id of the Kafka signal consumer.",
-        ignored_reason=_NO_KAFKA_SIGNALS,
+        validator=non_empty,
+        doc="Consumer group id of the Kafka signal consumer (its committed offsets, with "
+        "kafka.consumer.offset.commit.enabled).",
     ),
     Field(
         "signal.kafka.bootstrap.servers",
         T.STRING,
         group="signals",
-        doc="Kafka bootstrap servers of the signal consumer.",
-        ignored_reason=_NO_KAFKA_SIGNALS,
+        doc="Kafka bootstrap servers of the signal consumer; required when signal.enabled.channels includes "
+        "kafka.",
     ),
     Field(
         "signal.kafka.poll.timeout.ms",
         T.LONG,
         100,
         group="signals",
-        validator=positive_int,
+        validator=non_negative,
         doc="Maximum time to wait when polling the signal topic.",
-        ignored_reason=_NO_KAFKA_SIGNALS,
     ),
     Field(
         "kafka.consumer.offset.commit.enabled",
         T.BOOLEAN,
         False,
         group="signals",
-        doc="Commit consumer offsets of the signal topic (at-least-once signals); otherwise signals "
-        "sent while the consumer is down are lost.",
-        ignored_reason=_NO_KAFKA_SIGNALS,
+        doc="Commit the signal consumer's offsets (in group signal.kafka.groupId) once the signals read were "
+        "handed over, and start from the committed offset (at-least-once signals; without one, "
+        "signal.consumer.auto.offset.reset, default earliest). Otherwise the consumer starts at the end of the "
+        "topic and commits nothing: signals sent while it is down are lost.",
     ),
     Field(
         "notification.enabled.channels",
@@ -588,15 +686,16 @@ COMMON_FIELDS = FieldSet(
         [],
         group="signals",
         default_doc="none",
-        doc="Enabled notification channels: sink, log, jmx, or a custom channel.",
-        ignored_reason=_NO_NOTIFICATIONS,
+        validator=_notification_channels_valid,
+        doc="Enabled notification channels (Debezium's snapshot notifications): sink (a record per "
+        "notification on notification.sink.topic.name), log (an INFO line each); jmx is accepted and has no "
+        "effect (a warning at start). Names are case-sensitive, as in Debezium.",
     ),
     Field(
         "notification.sink.topic.name",
         T.STRING,
         group="signals",
         doc="Topic receiving notifications; required when notification.enabled.channels includes sink.",
-        ignored_reason=_NO_NOTIFICATIONS,
     ),
     # --- monitoring
     Field(
@@ -631,9 +730,9 @@ COMMON_FIELDS = FieldSet(
             "signal.consumer.",
             "signal.consumer.<kafka consumer setting>",
             group="signals",
-            ignored_reason=_NO_KAFKA_SIGNALS,
             doc="Kafka consumer settings of the signal consumer, prefix stripped "
-            "(e.g. signal.consumer.security.protocol=SSL).",
+            "(e.g. signal.consumer.security.protocol=SSL), given to librdkafka (confluent-kafka) as they are; "
+            "`headwater signal --channel kafka` gives them to its producer too.",
         ),
         DynamicField("transforms.", "transforms.<name>.<setting>", ignored_reason=_SMT, group="kafka-connect"),
         DynamicField("predicates.", "predicates.<name>.<setting>", ignored_reason=_SMT, group="kafka-connect"),
@@ -674,5 +773,6 @@ COMMON_FIELDS = FieldSet(
             ignored_reason="Kafka Connect client overrides; Headwater's Kafka sink has its own settings",
         ),
     ),
-    checks=(_check_queue, _check_converters, _check_retry_delays),
+    checks=(_check_queue, _check_converters, _check_retry_delays, _check_signal_channels,
+            _check_notifications),
 )

@@ -475,9 +475,8 @@ RELATIONAL_FIELDS = FieldSet(
         1024,
         group="snapshot",
         validator=positive_int,
-        doc="Maximum rows fetched into memory per incremental-snapshot chunk. Not supported yet "
-        "(a warning at start when set): incremental snapshots are not built.",
-        ignored_reason="incremental snapshots are not supported yet",
+        doc="Maximum rows read into memory per incremental-snapshot chunk (one window of the stream). "
+        "Larger chunks mean fewer queries and window marks, and more memory.",
     ),
     Field(
         "incremental.snapshot.watermarking.strategy",
@@ -485,10 +484,9 @@ RELATIONAL_FIELDS = FieldSet(
         "insert_insert",
         allowed=("insert_insert", "insert_delete"),
         group="snapshot",
-        doc="Incremental-snapshot window markers: insert_insert (open and close rows in the signaling "
-        "table) or insert_delete (insert an open row, then delete it). Not supported yet (a warning at "
-        "start when set): incremental snapshots are not built.",
-        ignored_reason="incremental snapshots are not supported yet",
+        doc="Incremental-snapshot window marks: insert_insert (an open and a close row in the signaling "
+        "table per chunk) or insert_delete (an open row, deleted to close the window, so the table does "
+        "not grow).",
     ),
     Field(
         "query.fetch.size",

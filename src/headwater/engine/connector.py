@@ -58,6 +58,9 @@ class SourceConnector(ABC):
     snapshot_query: Any = None
     #: `column.include.list` / `column.exclude.list` (what a custom snapshot query is told)
     column_filter: Any = None
+    #: the connector keeps a schema history (SQL Server): a first start snapshots the structure even
+    #: without data (Debezium's historized schema), which its notifications report
+    keeps_schema_history: bool = False
 
     @abstractmethod
     def partition(self) -> dict[str, Any]:

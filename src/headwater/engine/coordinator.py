@@ -133,6 +133,15 @@ class Engine:
         if error is not None:
             raise error
 
+    def signal(self, signal_type: str, data: str | dict[str, Any] | None = None,
+               signal_id: str | None = None) -> Any:
+        """Send a signal to this running engine (`execute-snapshot`, `stop-snapshot`, `log`, ...)
+        through its in-process channel (`signal.enabled.channels` must list `in-process`); it is
+        acted on at the channel's next poll (`signal.poll.interval.ms`). Returns the Signal sent."""
+        from headwater.engine.signals.channels import send_in_process
+
+        return send_in_process(self.connector.config.get("topic.prefix"), signal_type, data, signal_id)
+
     def _run_once(self, partition: dict[str, Any], stop: threading.Event) -> BaseException | None:
         """One run of the connector from the stored offset; returns its error (None when it
         finished or was stopped). Everything delivered is committed before returning."""

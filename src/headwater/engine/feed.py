@@ -18,6 +18,7 @@ position is newer than the row's).
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import time
@@ -27,9 +28,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from headwater.engine.capture import plan_snapshot, start_decision
+from headwater.engine.connector import ConnectorError
 from headwater.engine.read_ahead import READ_AHEAD_BYTES
 from headwater.engine.records import SourceRecord
+from headwater.engine.signals.run import signals_configured
+from headwater.engine.snapshot_plan import SnapshotChunk
 from headwater.engine.snapshot_policy import SnapshotMode
+from headwater.engine.snapshot_resume import (
+    PROGRESS_KEY,
+    STREAM_FROM_KEY,
+    SnapshotProgress,
+    between,
+    progress_of,
+    remaining,
+    without_progress,
+)
 from headwater.engine.source import Offset, SnapshotPoint, UnitStream
 
 if TYPE_CHECKING:
@@ -65,6 +78,7 @@ NO_EFFECT_IN_SPARK: dict[str, str] = {
                              "each batch commits)",
     "heartbeat.action.query": "the Spark source emits no heartbeat records",
     "snapshot.delay.ms": "the Spark source snapshots when its first batch is planned",
+    "snapshot.chunk.rows": "the Spark source's chunks are sized by its snapshotChunkRows option",
 }
 
 
@@ -127,9 +141,24 @@ class CaptureFeed:
         self._ready: list[tuple[Any, Offset]] = []   # read ahead, in order
         self._target: Any = None                    # Trigger.AvailableNow: read up to here, then stop
         self._initial: Offset | None = None         # what initial_offset decided (Spark asks more than once)
+        # the snapshot planned at self._point, and where each progress text leaves off in it
+        self._plan: list[SnapshotChunk] | None = None
+        self._plan_index: dict[str, int] = {}
+        # the snapshot point (sort key of its offset) a checkpoint's snapshot batches are read at
+        # in this process: a point resuming it, or None when it cannot be (its position is gone)
+        self._serving: tuple[tuple[Any, ...], SnapshotPoint | None] | None = None
+        # signals (headwater.engine.signals): the stream runs through the signaling stage here,
+        # on the driver, and hands over the records it built
+        self._signals = signals_configured(connector, None)
 
     def decoder(self) -> WorkDecoder:
-        return self.connector.work_decoder()
+        decoder = self.connector.work_decoder()
+        if self._signals:
+            # the stream's units hold records the driver built (engine/signals/units.py)
+            from headwater.engine.signals.units import DriverRecordsDecoder
+
+            return DriverRecordsDecoder(decoder)
+        return decoder
 
     def _open(self) -> None:
         if not self._opened:
@@ -156,6 +185,11 @@ class CaptureFeed:
 
     def prepare_available_now(self) -> None:
         """Trigger.AvailableNow: everything committed up to now, then no more batches."""
+        if self._signals:
+            raise ConnectorError("Trigger.AvailableNow is not available with signals (signal.data.collection, "
+                                 "signal.enabled.channels, notification.enabled.channels) in the Spark source: "
+                                 "an incremental snapshot outlives any end chosen at the start; use a "
+                                 "processing-time trigger")
         self._open()
         self._target = self.source.current_position()
 
@@ -173,7 +207,7 @@ class CaptureFeed:
 
     def latest(self, start: Offset, max_records: int | None) -> Offset:
         if _phase(start) == PHASE_SNAPSHOT:
-            return {"phase": PHASE_STREAM, **self.source.completed_offset(_own(start))}
+            return self._snapshot_batch_end(start, max_records)
         if not self.mode.streams:
             return start
         if self._position_gone(start):
@@ -241,7 +275,7 @@ class CaptureFeed:
 
     def plan(self, start: Offset, end: Offset) -> list[Any]:
         if _phase(start) == PHASE_SNAPSHOT:
-            return self._plan_snapshot(start)
+            return self._plan_snapshot(start, end)
         if _phase(end) == PHASE_SNAPSHOT:  # the move to a new snapshot (see latest)
             return []
         if self.source.sort_key(_own(end)) <= self.source.sort_key(_own(start)):
@@ -276,19 +310,123 @@ class CaptureFeed:
             self._ready[0] = (tail, after)
             return work
 
-    def _plan_snapshot(self, start: Offset) -> list[Any]:
+    # -- the snapshot, in batches (resumable initial snapshot, engine/snapshot_resume.py) -------
+    #
+    # With maxRowsPerBatch, the snapshot is several batches of about that many rows (whole
+    # chunks); each batch's end offset carries the snapshot's progress and the offset streaming
+    # starts at once it completes. A query restarted from its checkpoint reads the batch that did
+    # not commit again, then goes on from there: at a new consistent point, each range cut by the
+    # two progresses alone (engine/snapshot_resume.between), streaming from the original position.
+    # When that position is gone, nothing of the old snapshot is read any more: its batches end
+    # at once at the (gone) streaming position, where the streaming path takes a whole new
+    # snapshot as snapshot.mode says (or stops with the connector's error).
+
+    def _stream_from(self, start: Offset) -> Offset:
+        text = start.get(STREAM_FROM_KEY)
+        if isinstance(text, str):
+            return dict(json.loads(text))
+        return self.source.completed_offset(without_progress(_own(start)))
+
+    def _snapshot_batch_end(self, start: Offset, max_records: int | None) -> Offset:
+        stream_from = self._stream_from(start)
+        completed = {"phase": PHASE_STREAM, **stream_from}
+        at = without_progress(_own(start))
+        # split only where the snapshot point already names the streaming position (a later
+        # process resumes from the batch offsets alone)
+        if not max_records or self.source.sort_key(at) != self.source.sort_key(stream_from):
+            return completed
+        pending = self._pending(start)
+        per = max(1, max_records // max(1, self.snapshot_chunk_rows))
+        progress = progress_of(start) or SnapshotProgress()
+        taken = 0
+        for chunk in pending:
+            if taken >= per and progress != progress_of(start):
+                break
+            progress = progress.after_chunk(chunk)
+            taken += 1
+        if taken >= len(pending):
+            return completed
+        text = progress.to_text()
+        assert self._plan is not None
+        self._plan_index[text] = self._plan_index[self._progress_text(start)] + taken
+        return {"phase": PHASE_SNAPSHOT, **at, PROGRESS_KEY: text, STREAM_FROM_KEY: json.dumps(stream_from)}
+
+    @staticmethod
+    def _progress_text(offset: Offset) -> str:
+        return (progress_of(offset) or SnapshotProgress()).to_text()
+
+    def _snapshot_point(self, start: Offset) -> SnapshotPoint | None:
+        """This process's snapshot point for `start`; or, when another process planned the
+        snapshot (a restart from the checkpoint), a new one that resumes it; None when it cannot
+        be resumed because the position it was to stream from is gone (and snapshot.mode takes
+        a new snapshot then; the connector's error when it does not)."""
         self._open()
-        at = _own(start)
+        at = without_progress(_own(start))
+        key = self.source.sort_key(at)
         point = self._point
-        if point is None or self.source.sort_key(point.offset) != self.source.sort_key(at):
-            # the snapshot was planned by another process (its consistent point is gone): the
-            # policy decides as for a stored snapshot that did not complete
-            _, decision = start_decision(self.connector, self.source, at, in_snapshot=True,
-                                         resumer="the checkpoint's unfinished snapshot",
-                                         fresh_start="use a new checkpoint location and empty outputs")
-            log.warning("the snapshot of the checkpoint did not complete; taking it again, then streaming")
-            self._point = point = self.source.open_snapshot(at, decision.resnapshot)
-        chunks = plan_snapshot(self.connector, self.source, point, self.snapshot_chunk_rows)
+        if point is not None and self.source.sort_key(point.offset) == key:
+            return point
+        if self._serving is not None and self._serving[0] == key and (self._serving[1] is None
+                                                                      or self._serving[1] is point):
+            return self._serving[1]
+        self._plan, self._plan_index = None, {}
+        resumed = self.source.resume_snapshot(at)
+        if resumed is not None:
+            log.info("resuming the checkpoint's unfinished snapshot at a new consistent point (%s)",
+                     "its batch from " + self._progress_text(start))
+            self._point, self._serving = resumed, (key, resumed)
+            return resumed
+        # the policy decides as for a stored snapshot that did not complete
+        _, decision = start_decision(self.connector, self.source, at, in_snapshot=True,
+                                     resumer="the checkpoint's unfinished snapshot",
+                                     fresh_start="use a new checkpoint location and empty outputs")
+        if decision.resnapshot:
+            # its rows read so far cannot be completed by streaming the changes since its point
+            log.warning("the checkpoint's unfinished snapshot cannot be resumed: the position it was to stream from "
+                        "is gone; its remaining batches read nothing and a whole new snapshot follows "
+                        "(snapshot.mode=%s), then streaming from that snapshot's position",
+                        self.config.get("snapshot.mode"))
+            self._serving = (key, None)
+            return None
+        # the position is held but the connector cannot resume: the rest, read at a new point,
+        # is followed by every change since the original one (streaming starts there), as resuming does
+        log.warning("the checkpoint's unfinished snapshot cannot be resumed by the connector; reading its remaining "
+                    "batches at a new consistent point, then streaming from where that snapshot was to stream from")
+        self._point = point = self.source.open_snapshot(at, False)
+        self._serving = (key, point)
+        return point
+
+    def _pending(self, start: Offset) -> list[SnapshotChunk]:
+        """The chunks after `start`'s progress, from this process's plan (none when the
+        snapshot cannot be resumed)."""
+        point = self._snapshot_point(start)
+        if point is None:
+            return []
+        if self._plan is None:
+            self._plan = plan_snapshot(self.connector, self.source, point, self.snapshot_chunk_rows)
+            self._plan_index = {SnapshotProgress().to_text(): 0}
+        index = self._plan_index.get(self._progress_text(start))
+        if index is None:  # a progress made by another process: the rest, cut by it
+            self._plan = remaining(self._plan, progress_of(start))
+            self._plan_index = {self._progress_text(start): 0}
+            index = 0
+        return self._plan[index:]
+
+    def _plan_snapshot(self, start: Offset, end: Offset) -> list[Any]:
+        point = self._snapshot_point(start)
+        if point is None:
+            log.info("the snapshot batch ending at %s reads nothing: the new snapshot that follows reads every table",
+                     self._progress_text(end) if _phase(end) == PHASE_SNAPSHOT else "the snapshot's end")
+            return []
+        pending = self._pending(start)
+        end_text = self._progress_text(end) if _phase(end) == PHASE_SNAPSHOT else None
+        if end_text is None:
+            chunks = pending
+        elif end_text in self._plan_index:
+            assert self._plan is not None
+            chunks = self._plan[self._plan_index[self._progress_text(start)]:self._plan_index[end_text]]
+        else:  # a batch logged by another process, read again
+            chunks = between(pending, None, progress_of(end))
         return [self.source.snapshot_unit(point, chunk) for chunk in chunks]
 
     def _ensure_streaming(self, start: Offset) -> UnitStream:
@@ -297,7 +435,17 @@ class CaptureFeed:
             if self._point is not None:
                 self.source.close_snapshot(self._point)
                 self._point = None
-            self._units = self.source.stream_units(_own(start), self.read_ahead_messages)
+            own = _own(start)
+            if self._signals or signals_configured(self.connector, own):
+                # the stage must see every record in order: the driver streams through it and
+                # hands over the records it built (an incremental snapshot the checkpoint says
+                # runs goes on from its chunk)
+                from headwater.engine.signals.units import SignalUnitStream
+
+                self._signals = True
+                self._units = SignalUnitStream(self.connector, self.source, own, self.read_ahead_messages).start()
+            else:
+                self._units = self.source.stream_units(own, self.read_ahead_messages)
         return self._units
 
     def commit(self, end: Offset) -> None:

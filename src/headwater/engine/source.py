@@ -124,6 +124,15 @@ class CaptureSource(ABC):
         """Open a consistent point to snapshot at. `offset`: the stored one (a snapshot taken
         again); `resnapshot`: the stored position is gone and a new one is wanted."""
 
+    def resume_snapshot(self, offset: Offset) -> SnapshotPoint | None:
+        """Open a NEW consistent point to read the rest of an initial snapshot a crash
+        interrupted (`offset`: a record's offset of that snapshot, or the Spark source's
+        snapshot-phase offset), whose point's offset streams from the interrupted snapshot's
+        ORIGINAL position (so every change since the first point is streamed after the rows read
+        now); None, with a log line saying why, when the database no longer holds that position
+        or the connector cannot resume (the engine then takes a new snapshot as Debezium does)."""
+        return None
+
     @abstractmethod
     def snapshot_tables(self, point: SnapshotPoint) -> list[SnapshotTable]:
         """The captured tables (any order; the plan orders them)."""
@@ -177,6 +186,28 @@ class CaptureSource(ABC):
     def extract_decoder(self) -> Any:
         """The decoder of the batch read's tasks."""
         raise ConnectorError("this connector has no batch reads")
+
+    def incremental_source(self) -> Any:
+        """The connector's part of incremental and blocking snapshots
+        (:class:`headwater.engine.signals.connector.IncrementalSource`), opened on first use;
+        None when the connector has none."""
+        return None
+
+    # -- signals in the Spark source (headwater.engine.signals.units) -------------------------
+
+    def record_positions(self, records: list[Any]) -> list[str]:
+        """The positions the connector's WorkDecoder would give `records`, built on the driver by
+        :meth:`stream` (what one call of its emit handed over, in order: a message's records are
+        never split between calls), so that they sort with the executors' records."""
+        raise ConnectorError("this connector cannot run signals in the Spark source (its records built on the "
+                             "driver have no positions)")
+
+    def offset_position(self, offset: Offset) -> str:
+        """A position after every record up to `offset` and before every record after it, of the
+        same width as :meth:`record_positions` gives (a suffix added to it stays below the next
+        record's)."""
+        raise ConnectorError("this connector cannot run signals in the Spark source (its offsets have no "
+                             "positions)")
 
     @abstractmethod
     def current_position(self) -> Any:

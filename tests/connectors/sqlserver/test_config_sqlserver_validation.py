@@ -427,8 +427,10 @@ def test_tasks_max_warns_that_one_process_captures_every_database() -> None:
 def test_every_property_without_effect_warns_at_start() -> None:
     fields = connector_fields("sqlserver")
     marked = [f for f in fields if f.ignored_reason]
-    assert {"tasks.max", "snapshot.max.threads", "include.schema.comments", "signal.data.collection",
-            "incremental.snapshot.chunk.size", "incremental.snapshot.option.recompile"} <= {f.name for f in marked}
+    assert {"tasks.max", "snapshot.max.threads", "include.schema.comments"} <= {f.name for f in marked}
+    # signals and incremental snapshots have their effect (issue 22)
+    assert not {"signal.data.collection", "incremental.snapshot.chunk.size", "incremental.snapshot.option.recompile",
+                "incremental.snapshot.allow.schema.changes"} & {f.name for f in marked}
     for f in marked:
         config = _accepted_with(f.name, [*f.allowed, "1", "true", "k=v", "x"])
         assert any(f.name in w and "ignored" in w for w in config.warnings), (f.name, config.warnings)
@@ -448,7 +450,7 @@ def test_signals_are_declared_as_for_postgresql() -> None:
     pg, ss = connector_fields("postgresql"), connector_fields("sqlserver")
     for name in ("signal.enabled.channels", "signal.data.collection", "incremental.snapshot.chunk.size",
                  "incremental.snapshot.watermarking.strategy"):
-        assert ss[name] is pg[name] and ss[name].ignored_reason
+        assert ss[name] is pg[name] and not ss[name].ignored_reason  # in effect (issue 22)
 
 
 # ------------------------------------------------------------------------------------------ spec §5

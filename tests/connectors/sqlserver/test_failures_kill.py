@@ -4,7 +4,8 @@ over two tables (in one database, and in a connector over two databases), and re
 same configuration and offsets: every committed change arrives, per database in commit order, a
 change arrives twice only as the replay of what came after the last stored offset (at least once),
 and replaying the events gives the tables' final contents. A kill during the initial snapshot:
-the restart takes the snapshot again (Debezium's rule) and nothing is lost. A kill during the
+the restart resumes it (beyond Debezium) or, from an offset without the snapshot's progress,
+takes it again (Debezium's rule), and nothing is lost. A kill during the
 second database's snapshot, when the first one's had completed: only the second is taken again,
 the first streams on from its snapshot's position (Debezium decides per database).
 
@@ -32,6 +33,7 @@ import pytest
 from test_core_streaming import props, snapshot_stored
 
 from headwater.connectors.sqlserver.source_info import partition_order
+from headwater.engine.snapshot_resume import PROGRESS_KEY, progress_of
 from helpers.capture import HeadwaterRun
 from helpers.processes import descendants, running
 from helpers.sqlserver import SqlServerEmulator, connect, wait_for
@@ -516,12 +518,30 @@ def test_sigkill_while_streaming_loses_nothing(sqlserver: SqlServerEmulator, sql
               f"{context}")
 
 
-def test_sigkill_during_the_initial_snapshot_takes_it_again(sqlserver: SqlServerEmulator, sqlserver_db: str,
-                                                            tmp_path: Path) -> None:
+def _forget_snapshot_progress(offsets: Path) -> None:
+    """Make the stored offsets those of a version before the resumable snapshot: no progress."""
+    data = json.loads(offsets.read_text())
+    for stored in data["offsets"].values():
+        assert stored.pop(PROGRESS_KEY, None) is not None, f"the stored offset carries no snapshot progress: {stored}"
+        for entry in stored.get("databases", {}).values():
+            entry.pop(PROGRESS_KEY, None)
+    offsets.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("stored_progress", [True, False], ids=["resumes", "without-progress-takes-it-again"])
+def test_sigkill_during_the_initial_snapshot(sqlserver: SqlServerEmulator, sqlserver_db: str, tmp_path: Path,
+                                             stored_progress: bool) -> None:
+    """Killed during the initial snapshot. With the progress the offsets carry (the default), the
+    restart resumes the snapshot (beyond Debezium, docs/compat.md): tables read completely are
+    not read again, the rest is read at a new point, and streaming starts at the interrupted
+    snapshot's position, so the changes made while down are streamed after the reads. Without it
+    (an offset an earlier version wrote), the restart takes the whole snapshot again at a new
+    point and streams from there: Debezium's rule."""
     rows = 5000
     create_tables(sqlserver, sqlserver_db, rows=rows)
     # the emulator reads 10 000 rows in a moment; encoded on the engine's thread (no encoding
-    # workers) into a short queue, the snapshot lasts long enough (a second or two) to be killed
+    # workers) into a short queue, the snapshot lasts long enough (a second or two) to be killed.
+    # Each table is one chunk (snapshot.chunk.rows is larger): the snapshot resumes at the table.
     runner = Runner(base_props(sqlserver, [sqlserver_db], tmp_path, **{
         "encoding.workers": "0", "max.batch.size": "64", "max.queue.size": "128"}), tmp_path)
 
@@ -546,6 +566,11 @@ def test_sigkill_during_the_initial_snapshot_takes_it_again(sqlserver: SqlServer
             f"the kill was meant to hit an unfinished snapshot, but the stored offset is {stored} ({len(first)} rows "
             "written)")
         assert 0 < len(first) < 2 * rows and all(e.op == "r" for e in first)
+        progress = progress_of(stored)
+        assert progress is not None, f"the stored offset carries no snapshot progress: {stored}"
+        done = {t.rsplit(".", 1)[1] for t in progress.done}
+        if not stored_progress:
+            _forget_snapshot_progress(runner.offsets)
         # while it is down: a new row, a changed row, and a row the first snapshot already sent deleted
         deleted = next(e for e in first if e.table == "items" and e.key != (1,))  # item 1 is updated later
         where = " AND ".join(f"{c} = ?" for c in TABLES[deleted.table])
@@ -570,20 +595,42 @@ def test_sigkill_during_the_initial_snapshot_takes_it_again(sqlserver: SqlServer
     finally:
         runner.cleanup()
 
+    log = (tmp_path / "run2.log").read_text(errors="replace")
     second = events(runner.segments()[1])
     snapshot = snapshot_rows(second)[sqlserver_db]
-    assert snapshot == {(t, k): row for t, table in at_restart.items() for k, row in table.items()}, (
-        "the new snapshot is not the tables as they were at the restart")
-    assert ("items", (rows + 1,)) in snapshot and snapshot[("pairs", (7, "k1"))]["version"] == 2
-    assert (deleted.table, deleted.key) not in snapshot
-    streamed = [(e.op, e.key, e.version) for e in second if e.op != "r"]
-    assert streamed == [("c", (rows + 2,), 3), ("u", (1,), 4)]
-    assert replayed(snapshot, [e for e in second if e.op != "r"]) == table_contents(sqlserver, sqlserver_db)
-    markers = [r["value"]["source"]["snapshot"] for r in runner.segments()[1]
-               if isinstance(r.get("value"), dict) and r["value"].get("op") == "r"]
-    assert markers[0] == "first" and markers[-1] == "last" and set(markers[1:-1]) <= {"true", "last_in_data_collection",
-                                                                                       "first_in_data_collection"}
-
+    streamed = [(e.table, e.op, e.key, e.version) for e in second if e.op != "r"]
+    after_restart = [("items", "c", (rows + 2,), 3), ("items", "u", (1,), 4)]
+    if stored_progress:
+        assert "resuming the interrupted snapshot" in log, runner.logs()
+        assert {t for t, _ in snapshot} == set(TABLES) - done, f"tables read completely ({done}) were read again"
+        assert snapshot == {(t, k): row for t, table in at_restart.items() if t not in done
+                            for k, row in table.items()}, "the rest is not read as the tables were at the restart"
+        # the stream starts at the interrupted snapshot's position: the changes made while down first
+        assert streamed == [("items", "c", (rows + 1,), 1), ("pairs", "u", (7, "k1"), 2),
+                            (deleted.table, "d", deleted.key, deleted.version), *after_restart]
+        consumer: dict[str, dict[Key, Row]] = {t: {} for t in TABLES}
+        for e in first + second:
+            if e.op == "d":
+                consumer[e.table].pop(e.key, None)
+            else:
+                consumer[e.table][e.key] = dict(e.row)
+        assert consumer == table_contents(sqlserver, sqlserver_db), "replaying the events does not give the tables"
+        # the resumed part says `first` only when it reads everything again (no table was complete)
+        markers = [r["value"]["source"]["snapshot"] for r in runner.segments()[1]
+                   if isinstance(r.get("value"), dict) and r["value"].get("op") == "r"]
+        assert (markers[0] == "first") == progress.empty and markers.count("first") <= 1 and markers[-1] == "last"
+    else:
+        assert "carries no snapshot progress" in log and "resuming the interrupted snapshot" not in log, runner.logs()
+        assert snapshot == {(t, k): row for t, table in at_restart.items() for k, row in table.items()}, (
+            "the new snapshot is not the tables as they were at the restart")
+        assert ("items", (rows + 1,)) in snapshot and snapshot[("pairs", (7, "k1"))]["version"] == 2
+        assert (deleted.table, deleted.key) not in snapshot
+        assert streamed == after_restart
+        assert replayed(snapshot, [e for e in second if e.op != "r"]) == table_contents(sqlserver, sqlserver_db)
+        markers = [r["value"]["source"]["snapshot"] for r in runner.segments()[1]
+                   if isinstance(r.get("value"), dict) and r["value"].get("op") == "r"]
+        assert markers[0] == "first" and markers[-1] == "last" and set(markers[1:-1]) <= {
+            "true", "last_in_data_collection", "first_in_data_collection"}
 
 
 def test_sigkill_during_the_second_databases_snapshot_streams_the_first_on(sqlserver: SqlServerEmulator,

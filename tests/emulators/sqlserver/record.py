@@ -191,9 +191,11 @@ class Emulator:
 
 
 def start_emulator(password: str, log_file: Path, timeout: float = 180,
-                   command: list[str] | None = None) -> Emulator:
-    """Start serve.py on a free port; its first stdout line is HOST:PORT. stderr goes to ``log_file``."""
-    cmd = command or [sys.executable, str(SERVE), "--port", "0", "--password", password]
+                   command: list[str] | None = None, trace_statements: bool = False) -> Emulator:
+    """Start serve.py on a free port; its first stdout line is HOST:PORT. stderr goes to ``log_file`` (with
+    ``trace_statements``, every request the clients send, too)."""
+    cmd = command or [sys.executable, str(SERVE), "--port", "0", "--password", password,
+                      *(["--trace-statements"] if trace_statements else [])]
     log = open(log_file, "a", encoding="utf-8")  # the child keeps writing to it after we return
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
     first: list[str] = []
@@ -292,11 +294,55 @@ def wait_quiet(count: Callable[[], int], quiet: float, timeout: float = 300, pol
 # output
 
 
+NOTIFICATION_SCHEMA = "io.debezium.connector.common.Notification"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _mask_notification(event: dict[str, Any]) -> None:
+    """A notification record (notification.enabled.channels=sink): its ``timestamp`` is the clock's, its ``id`` a
+    random UUID unless the notification answers a signal (then it is the signal's id, kept), and the key order of
+    its ``additional_data`` map varies (sorted here)."""
+    value = event.get("value")
+    if not (isinstance(value, dict) and (value.get("schema") or {}).get("name") == NOTIFICATION_SCHEMA):
+        return
+    payload = value.get("payload")
+    key = event.get("key")
+    key_payload = key.get("payload") if isinstance(key, dict) and "schema" in key else key
+    for part in (payload, key_payload):
+        if isinstance(part, dict) and isinstance(part.get("id"), str) and _UUID.fullmatch(part["id"]):
+            part["id"] = "<uuid>"
+    if isinstance(payload, dict) and payload.get("timestamp") is not None:
+        payload["timestamp"] = "<ts>"
+    if isinstance(payload, dict) and isinstance(payload.get("additional_data"), dict):
+        # a Connect map built from a java.util.HashMap: its key order changes from run to run
+        payload["additional_data"] = dict(sorted(payload["additional_data"].items()))
+
+
+_WINDOW_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-(open|close)")
+
+
+def _mask_window_tombstone(event: dict[str, Any]) -> None:
+    """The tombstone after an insert_delete watermark's DELETE: its key is the window row's random id (the shared
+    masking only recognises watermark rows by their value)."""
+    if event.get("value") is not None:
+        return
+    key = event.get("key")
+    key_payload = key.get("payload") if isinstance(key, dict) and "schema" in key else key
+    if isinstance(key_payload, dict) and isinstance(key_payload.get("id"), str):
+        match = _WINDOW_ID.fullmatch(key_payload["id"])
+        if match:
+            key_payload["id"] = "<window>-" + match.group(1)
+
+
 def normalize_event(event: dict[str, Any]) -> dict[str, Any]:
     """The shared conformance masking (conformance/normalize.py: timestamps, versions, transaction ids, the
-    runId header) with the database name kept (each scenario names its own), plus SQL Server's own
-    run-dependent source fields: ``commit_lsn`` and ``change_lsn`` (LSNs of the backing store's log)."""
+    runId header, incremental-snapshot watermark rows) with the database name kept (each scenario names its
+    own), plus SQL Server's own run-dependent source fields: ``commit_lsn`` and ``change_lsn`` (LSNs of the
+    backing store's log), the clock and random ids of notification records, and the random ids of the tombstones
+    after insert_delete watermark rows."""
     event = _normalize_common(event, keep_db=True)
+    _mask_notification(event)
+    _mask_window_tombstone(event)
     value = event.get("value")
     payload = value.get("payload") if isinstance(value, dict) and "schema" in value else value
     if isinstance(payload, dict) and isinstance(payload.get("source"), dict):
@@ -352,7 +398,8 @@ def provenance(*, scenario: Scenario, classpath: Classpath, command: list[str], 
         "",
         "`events.jsonl` holds one record per line in delivery order, `{\"topic\",\"key\",\"value\",\"headers\"}`, "
         "with run-dependent fields masked (record.py's normalize_event: timestamps, source.version, "
-        "commit_lsn/change_lsn, transaction ids, the runId header).",
+        "commit_lsn/change_lsn, transaction ids, the runId header, incremental-snapshot watermark ids and data, "
+        "notification timestamps and random ids; notification additional_data sorted by key).",
         "",
         "Effective connector properties:",
         "",
@@ -438,13 +485,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="preferred jar set (falls back to the other): oracle = Debezium 3.6.3, maven = 3.6.1")
     parser.add_argument("--workdir", type=Path, help="offsets, schema history, logs (default: a new temp dir)")
     parser.add_argument("--startup-timeout", type=int, default=300)
+    parser.add_argument("--trace-statements", action="store_true",
+                        help="the emulator started here logs every request (SQL, RPC parameters) to emulator.log")
     args = parser.parse_args(argv)
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"record-{args.scenario.name}-"))
     workdir.mkdir(parents=True, exist_ok=True)
     scenario = Scenario.load(args.scenario.resolve())
     emulator = (Emulator(args.emulator) if args.emulator
-                else start_emulator(args.password, workdir / "emulator.log"))
+                else start_emulator(args.password, workdir / "emulator.log", trace_statements=args.trace_statements))
     try:
         record(scenario, args.out, emulator=emulator, password=args.password, workdir=workdir, prefer=args.jars,
                startup_timeout=args.startup_timeout, command=[Path(sys.argv[0]).name, *sys.argv[1:]])

@@ -21,6 +21,7 @@ if str(TESTS_DIR) not in sys.path:
 
 from emulators.sqlserver.engine.server import EmulatorServer  # noqa: E402
 from emulators.sqlserver.tds.server import TdsServer  # noqa: E402
+from emulators.sqlserver.tds.server import trace as statement_trace  # noqa: E402
 from headwater.embedded.postgres import ThrowawayPostgres  # noqa: E402
 
 _CLUSTER_POINTER = "cluster"  # file in --data-dir naming the kept cluster's directory
@@ -48,9 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--capture-interval", type=float, default=0.5,
                         help="seconds between the CDC capture job's log scans (SQL Server's pollinginterval is 5)")
     parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument("--trace-statements", action="store_true",
+                        help="log every batch, RPC (with its parameters) and transaction request a client sends")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.trace_statements:
+        statement_trace.setLevel(logging.DEBUG)
 
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

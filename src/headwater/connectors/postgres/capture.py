@@ -27,6 +27,7 @@ from psycopg2 import sql
 from headwater.connectors.postgres import snapshot as snap
 from headwater.connectors.postgres.connection import connect, connect_kwargs, connection_error, first_line
 from headwater.connectors.postgres.events import Chunk, SnapshotRows, StreamPosition, advance_position
+from headwater.connectors.postgres.incremental import PostgresIncrementalSource, signal_table
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn, parse_lsn
 from headwater.connectors.postgres.replication import (
@@ -38,7 +39,7 @@ from headwater.connectors.postgres.replication import (
 )
 from headwater.connectors.postgres.schemas import CapturedTable
 from headwater.connectors.postgres.snapshot_lease import HOLDER_APP, SnapshotHolder, export_snapshot
-from headwater.connectors.postgres.source_info import PgOffset
+from headwater.connectors.postgres.source_info import PgOffset, position_key
 from headwater.connectors.postgres.streaming import StreamingReader
 from headwater.connectors.postgres.work import (
     PgWorkDecoder,
@@ -66,7 +67,9 @@ class PgSnapshotHandle:
 
     snapshot_name: str | None  # exported (None: read in the snapshot connection's own transaction)
     lsn: int                   # source.lsn of the records: where the snapshot was read
-    txid: int                  # source.txId of the records
+    txid: int | None           # source.txId of the records
+    # a blocking snapshot's records carry the stream's position, as Debezium's: its last commit
+    last_commit_lsn: int | None = None
 
 
 def offset_key(offset: Offset) -> tuple[int, int]:
@@ -99,6 +102,7 @@ class PgCaptureSource(CaptureSource):
         self._heartbeat_conn: Any = None
         self._xmin_conn: Any = None
         self._holder: Any = None
+        self._incremental: PostgresIncrementalSource | None = None
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -245,6 +249,17 @@ class PgCaptureSource(CaptureSource):
         offset_at = PgOffset(lsn_commit=stream_from, lsn=stream_from, tx_id=handle.txid, snapshot=True)
         return SnapshotPoint(handle, offset_at.to_dict())
 
+    def resume_snapshot(self, offset: Offset) -> SnapshotPoint | None:
+        """A snapshot a crash interrupted (resumable initial snapshot, engine/snapshot_resume.py):
+        a new REPEATABLE READ transaction, no new slot; streaming then starts at the slot's
+        position, where the interrupted snapshot was to stream from."""
+        slot = read_slot(self._conn, self.connector.slot_name)
+        problem = snap.resume_problem(self.parse(offset).lsn_commit, slot)
+        if problem is not None:
+            log.warning("the interrupted snapshot cannot be resumed: %s", problem)
+            return None
+        return self.open_snapshot(offset, False)
+
     def _lock_tables(self, conn: Any) -> None:
         """`snapshot.locking.mode=shared`: as Debezium, no exclusive access (ALTER, TRUNCATE, DROP)
         to the snapshotted tables while the snapshot transaction runs; locks taken before the
@@ -286,7 +301,11 @@ class PgCaptureSource(CaptureSource):
 
     def snapshot_tables(self, point: SnapshotPoint) -> list[SnapshotTable]:
         catalog = CatalogReader(self._conn)
-        oids = [catalog.oid_of(t) for t, _ in self._table_ids]
+        # the signal table is captured (streamed) but never snapshotted, as Debezium's
+        # RelationalSnapshotChangeEventSource skips signal.data.collection
+        signal = signal_table(self.config)
+        oids = [catalog.oid_of(t) for t, _ in self._table_ids
+                if signal is None or (t.schema, t.table) != (signal.schema, signal.table)]
         tables = self._registry.load([o for o in oids if o is not None])
         self._captured = {t.collection: t for t in tables.values()}
         return list(tables.values())
@@ -302,7 +321,8 @@ class PgCaptureSource(CaptureSource):
         dispatcher = settings.dispatcher(emit, lambda: point.offset)
         rows = SnapshotRows(settings, captured, dispatcher, txid=handle.txid, lsn=handle.lsn,
                             first_table=chunk.first_table, last_table=chunk.last_table,
-                            first_in_table=chunk.first_chunk, last_in_table=chunk.last_chunk)
+                            first_in_table=chunk.first_chunk, last_in_table=chunk.last_chunk,
+                            last_commit_lsn=handle.last_commit_lsn)
         timeout = self.config.get("database.query.timeout.ms")
         try:
             if chunk.lower is None and chunk.upper is None and chunk.blocks is None:
@@ -355,6 +375,8 @@ class PgCaptureSource(CaptureSource):
 
     def stream(self, start: Offset, emit: Emit, stop: threading.Event) -> None:
         c = self.connector
+        if self._streaming is not None:
+            self._end_previous_stream()
         pool = c.pool
         settings = c.builder_settings()  # the reader's and the workers' (the same events either way)
         if pool is not None:
@@ -371,6 +393,100 @@ class PgCaptureSource(CaptureSource):
             reader.run(stop)
         except ConnectorError as exc:
             raise c.explain_stream_failure(exc) from None
+
+    def _end_previous_stream(self) -> None:
+        """stream() again after a stream stopped (a blocking snapshot ran in between): the
+        replication connection is in COPY mode for good, so it is closed after its last
+        acknowledgement and the next stream starts on a new one, from the engine's offset."""
+        previous, self._streaming = self._streaming, None
+        assert previous is not None
+        previous.final_feedback()
+        if self._repl is not None:
+            try:
+                self._repl.close()
+            except psycopg2.Error:
+                pass
+            self._repl = None
+
+    # -- incremental and blocking snapshots (headwater.engine.signals) -----------------------
+
+    def incremental_source(self) -> PostgresIncrementalSource | None:
+        """The connector's side of incremental and blocking snapshots, on its own connection
+        (opened at first use); the Spark source's driver runs them too (engine/signals/units.py)."""
+        if self._incremental is None:
+            self._incremental = PostgresIncrementalSource(self)
+        return self._incremental
+
+    def open_blocking_snapshot(self, position: Offset | None = None) -> SnapshotPoint:
+        """A blocking snapshot's consistent point: always a new SERIALIZABLE READ ONLY DEFERRABLE
+        transaction, never a slot's exported snapshot (PG-65), read by snapshot_tables /
+        chunk_dialect / read_chunk like the initial snapshot and ended by close_snapshot (or by
+        the next stream()). `position`: the offset where streaming stopped; the records' txId, lsn
+        and sequence are its, as Debezium's blocking snapshot reuses the streaming offset context
+        (recorded, blocking); without it, the transaction's own."""
+        self.close_snapshot()
+        conn = connect(self.config, application_name="headwater-snapshot")
+        try:
+            txid, lsn = snap.begin_snapshot_transaction(conn, None, "serializable")
+            self._lock_tables(conn)
+        except psycopg2.Error as exc:
+            conn.close()
+            raise connection_error("blocking snapshot failed", exc) from None
+        except BaseException:
+            conn.close()
+            raise
+        self._snapshot_conn = conn
+        if position is not None:
+            at = self.parse(position)
+            stream_lsn = at.lsn if at.lsn is not None else at.lsn_commit
+            handle = PgSnapshotHandle(None, stream_lsn or 0, at.tx_id, at.last_commit_lsn)
+            return SnapshotPoint(handle, dict(position))
+        handle = PgSnapshotHandle(None, lsn or 0, txid)
+        return SnapshotPoint(handle, PgOffset(lsn_commit=lsn, lsn=lsn, tx_id=txid, snapshot=True).to_dict())
+
+    def record_positions(self, records: list[Any]) -> list[str]:
+        """The positions PgWorkDecoder gives (work.py, `_stream`): a transaction's message has its
+        commit LSN and its number in it (BEGIN 0, a data message its number, COMMIT one past the
+        last), a message outside a transaction its own LSN; then the record's number among its
+        message's records. The records of a data message share its LSN; all but the last carry
+        the messages done before it in `tx_msgs`, the last its own number."""
+        out: list[str] = []
+        i, n = 0, len(records)
+        while i < n:
+            offset = records[i].offset or {}
+            final, lsn = offset.get("tx_final_lsn"), offset.get("lsn")
+            status = _transaction_status(records[i])
+            j = i + 1
+            while (status is None and j < n and _transaction_status(records[j]) is None
+                   and (records[j].offset or {}).get("tx_final_lsn") == final
+                   and (records[j].offset or {}).get("lsn") == lsn):
+                j += 1
+            if final is None:
+                major, minor = lsn or offset.get("message_lsn") or 0, 0
+            elif status == "BEGIN":
+                major, minor = final, 0
+            elif status == "END":
+                major, minor = final, (offset.get("tx_msgs") or 0) + 1
+            else:
+                major, minor = final, (records[j - 1].offset or {}).get("tx_msgs") or 0
+            prefix = position_key(major, minor)[:32]
+            out.extend(prefix + f"{k:08X}" for k in range(j - i))
+            i = j
+        return out
+
+    def offset_position(self, offset: Offset) -> str:
+        """After every record up to `offset`: inside a transaction, the last of its messages done;
+        between transactions, the last LSN before the restart LSN (a transaction's records carry
+        its commit LSN, which lies before its end LSN), or the last non-transactional message."""
+        final = offset.get("tx_final_lsn")
+        if final is not None:
+            return position_key(final, offset.get("tx_msgs") or 0, 0xFFFFFFFF)
+        commit, message = offset.get("lsn_commit") or 0, offset.get("message_lsn") or 0
+        if message and message >= commit:
+            return position_key(message, 0, 0xFFFFFFFF)
+        if commit <= 0:
+            return position_key(0, 0xFFFFFFFFFFFFFFFF, 0xFFFFFFFF)  # after the snapshot's records (major 0)
+        return position_key(commit - 1, 0xFFFFFFFFFFFFFFFF, 0xFFFFFFFF)
 
     def stream_units(self, start: Offset, read_ahead: int) -> PgUnitStream:
         c = self.connector
@@ -415,6 +531,9 @@ class PgCaptureSource(CaptureSource):
                 except psycopg2.Error:
                     pass
         self._repl = self._conn = self._heartbeat_conn = self._xmin_conn = None
+        if self._incremental is not None:
+            self._incremental.close()
+            self._incremental = None
 
     def close(self) -> None:
         if self._units is not None:
@@ -638,6 +757,16 @@ class PgUnitStream(UnitStream):
         self.collector.stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
+
+
+def _transaction_status(record: Any) -> str | None:
+    """BEGIN or END for a transaction metadata record (provide.transaction.metadata), else None."""
+    value = record.value
+    if record.table is None and isinstance(value, dict) and "op" not in value:
+        status = value.get("status")
+        if status in ("BEGIN", "END"):
+            return str(status)
+    return None
 
 
 def _ends_inside_tx(chunk: Chunk) -> bool:

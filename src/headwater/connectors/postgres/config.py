@@ -518,6 +518,17 @@ _PG_ONLY = FieldSet(
         group="snapshot",
         doc="Name of the custom snapshot lock plug-in when snapshot.locking.mode=custom.",
     ),
+    # --- incremental snapshots (headwater.connectors.postgres.incremental)
+    Field(
+        "read.only",
+        T.BOOLEAN,
+        False,
+        group="connection",
+        doc="Run incremental snapshots without writing to the database (PostgreSQL 13+): a chunk's window "
+        "is marked by pg_current_snapshot() taken before and after it is read, instead of rows written to "
+        "the signal table; signals then come through the file or kafka channel. Turn heartbeats on "
+        "(heartbeat.interval.ms) so that a quiet database does not hold a chunk back.",
+    ),
     # --- not applicable to PostgreSQL
     Field(
         "include.schema.changes",

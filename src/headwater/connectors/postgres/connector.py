@@ -19,6 +19,7 @@ from headwater.connectors.postgres.connection import (
     is_connection_loss,
 )
 from headwater.connectors.postgres.events import BuilderSettings
+from headwater.connectors.postgres.incremental import READ_ONLY_MIN_VERSION, SignalTableFilter, signal_table
 from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.connectors.postgres.pgoutput import format_lsn
 from headwater.connectors.postgres.replica_identity import apply_autoset
@@ -86,6 +87,9 @@ class PostgresConnector(SourceConnector):
             schema_include=config.get("schema.include.list"), schema_exclude=config.get("schema.exclude.list"),
             table_include=config.get("table.include.list"), table_exclude=config.get("table.exclude.list"),
             system_schemas=SYSTEM_SCHEMAS, system_tables=SYSTEM_TABLES)
+        signal = signal_table(config)
+        if signal is not None:  # captured whatever the filters say (Debezium's RelationalTableFilters)
+            self.table_filter = SignalTableFilter(self.table_filter, signal)
         self.column_filter = ColumnFilter.build(config.get("column.include.list"), config.get("column.exclude.list"))
         try:
             self.key_columns = KeyColumnMapper.from_spec(config.get("message.key.columns"))
@@ -167,6 +171,9 @@ class PostgresConnector(SourceConnector):
             raise ConnectorError(
                 f"{describe_target(self.config)} runs PostgreSQL {version}; streaming.in.progress.transactions=on "
                 "needs PostgreSQL 14+ (pgoutput protocol 2); set it to auto or off")
+        if self.config.get("read.only") and version < READ_ONLY_MIN_VERSION:
+            raise ConnectorError(f"{describe_target(self.config)} runs PostgreSQL {version}; read.only=true needs "
+                                 "PostgreSQL 13+ (pg_current_snapshot() watermarks)")
         self.server_version = version
 
     def stream_spools(self) -> StreamSpools | None:
@@ -259,6 +266,11 @@ class PostgresConnector(SourceConnector):
         headwater.serialization.parallel). Not with transaction metadata, whose BEGIN/END
         counts need every event of a transaction in one place."""
         if self.config.get("provide.transaction.metadata"):
+            return False
+        if signal_table(self.config) is not None:
+            # the signal stage (headwater.engine.signals) reads the signal table's records and
+            # de-duplicates incremental-snapshot windows against streamed ones: it must see the
+            # records, which the pool's workers serialize out of its reach
             return False
         self.pool = pool
         return True

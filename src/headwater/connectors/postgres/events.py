@@ -269,8 +269,13 @@ class ChangeEventBuilder:
             msg = pg.decode(payload)
             self._msgs_done = pos.tx_msgs
             self.dispatcher.transaction_end(f"{pos.xid}:{lsn}", msg.commit_ts_us // 1000)
+            xid = pos.xid
             pos.commit(msg)
-            self.dispatcher.dispatch_offset(self._next_offset())
+            offset = self._next_offset()
+            # Debezium's offset after a COMMIT keeps that transaction's id (recorded, signals/blocking):
+            # a blocking snapshot started there stamps it as source.txId
+            offset["txId"] = xid
+            self.dispatcher.dispatch_offset(offset)
         elif kind == RELATION:
             msg = pg.decode(payload)
             # protocol 1 sends a transaction once it has committed: the catalog is read once that
@@ -452,8 +457,8 @@ class SnapshotRows:
     `event.processing.failure.handling.mode`, as in streaming."""
 
     def __init__(self, settings: BuilderSettings, captured: CapturedTable, dispatcher: EventDispatcher, *,
-                 txid: int, lsn: int, first_table: bool, last_table: bool, first_in_table: bool = True,
-                 last_in_table: bool = True) -> None:
+                 txid: int | None, lsn: int | None, first_table: bool, last_table: bool, first_in_table: bool = True,
+                 last_in_table: bool = True, last_commit_lsn: int | None = None) -> None:
         self.settings = settings
         self.captured = captured
         self.dispatcher = dispatcher
@@ -463,6 +468,7 @@ class SnapshotRows:
         self.last_table = last_table
         self._first = first_in_table
         self._last_in_table = last_in_table
+        self.last_commit_lsn = last_commit_lsn  # a blocking snapshot's: the stream position's (sequence)
         self._pending: list[list[str | None]] = []
 
     def on_row(self, raw: list[str | None]) -> None:
@@ -485,7 +491,8 @@ class SnapshotRows:
         self._first = False
         table_id = captured.table.id
         source = source_block(s.server, s.dbname, ts_us=now_us(), snapshot=marker, schema=table_id.schema or "",
-                              table=table_id.table, tx_id=self.txid, lsn=self.lsn, last_commit_lsn=None)
+                              table=table_id.table, tx_id=self.txid, lsn=self.lsn,
+                              last_commit_lsn=self.last_commit_lsn)
         try:
             row = captured.schema.row(raw)
         except Exception as exc:  # event.processing.failure.handling.mode, as in streaming

@@ -213,3 +213,22 @@ def read_rows(conn: Any, captured: CapturedTable, overrides: dict[str, str], sto
 
 def now_us() -> int:
     return time.time_ns() // 1000
+
+
+def resume_problem(stored_lsn: int | None, slot: Any) -> str | None:
+    """Why an initial snapshot interrupted by a crash cannot be resumed from the slot `slot`
+    (a :class:`~headwater.connectors.postgres.replication.SlotState` or None), or None. Resuming
+    reads the rest at a new REPEATABLE READ transaction and streams from the slot, which must
+    still stand at (or before) the interrupted snapshot's position `stored_lsn`: then every
+    change since the first snapshot point is streamed after the rows read now."""
+    if stored_lsn is None:
+        return "the stored offset has no log position"
+    if slot is None:
+        return "its replication slot no longer exists"
+    if slot.wal_status == "lost":
+        return "its replication slot was invalidated (wal_status=lost)"
+    if not slot.confirmed_flush_lsn:
+        return "its replication slot has no confirmed position"
+    if slot.confirmed_flush_lsn > stored_lsn:
+        return "its replication slot has moved past the snapshot's position"
+    return None

@@ -25,6 +25,7 @@ from headwater.connectors.sqlserver import metadata as md
 from headwater.connectors.sqlserver import snapshot as snap
 from headwater.connectors.sqlserver.connection import SqlServerConnection, quote
 from headwater.connectors.sqlserver.history import DatabaseSchema, TableEntry, data_collection
+from headwater.connectors.sqlserver.incremental import same_table
 from headwater.connectors.sqlserver.lsn import describe, lsn_to_str
 from headwater.connectors.sqlserver.source_info import (
     DatabaseOffset,
@@ -102,10 +103,16 @@ class SqlServerCaptureSource(CaptureSource):
         # databases whose stored position carries over a snapshot of the others (Debezium decides
         # per database: one whose snapshot completed streams on while another's is taken again)
         self._kept: dict[str, DatabaseOffset] = {}
+        # resumable initial snapshot: the LSN each interrupted database's snapshot streams from
+        self._resume_lsns: dict[str, bytes] = {}
         self._heartbeat_conns: dict[str, SqlServerConnection] = {}
         self._deferred: list[Any] = []             # records for the start of streaming (schema events)
         self._schema_loaded = False
         self._streamer: Streamer | None = None
+        # signals (incremental.py): the connector's side of incremental and blocking snapshots, and
+        # the stream position a blocking snapshot's records carry, per database (None: not blocking)
+        self._incremental: Any = None
+        self._blocking_at: dict[str, DatabaseOffset] | None = None
 
     # -- set-up ----------------------------------------------------------------------------------
 
@@ -337,8 +344,10 @@ class SqlServerCaptureSource(CaptureSource):
     # -- snapshot source -------------------------------------------------------------------------
 
     def open_snapshot(self, offset: Offset | None, resnapshot: bool) -> SnapshotPoint:
+        self._blocking_at = None
         self._db_snapshots = {}
         self._kept = {}
+        self._resume_lsns = {}
         if offset is not None and not resnapshot and self.connector.snapshot_mode_name not in ("always", "recovery"):
             # a snapshot taken again because some databases' did not finish (or are new): the
             # others stream on from their stored positions (their events are not sent twice)
@@ -352,6 +361,26 @@ class SqlServerCaptureSource(CaptureSource):
         return SnapshotPoint({"databases": tuple(self.snapshot_databases)},
                              make_offset({**self._kept, **entries}))
 
+    def resume_snapshot(self, offset: Offset) -> SnapshotPoint | None:
+        """A snapshot a crash interrupted (resumable initial snapshot, engine/snapshot_resume.py):
+        databases whose snapshot completed stream on (as open_snapshot keeps them); an interrupted
+        one is read at a new transaction (snapshot.isolation.mode) but streams from its original
+        LSN, which the change tables must still hold."""
+        entries = self._parse(offset)
+        interrupted = {db: e.commit_lsn for db, e in entries.items()
+                       if db in self.databases and e.snapshot and not e.snapshot_completed and e.commit_lsn is not None}
+        if not interrupted:
+            log.warning("the interrupted snapshot cannot be resumed: the stored offset names no snapshot LSN")
+            return None
+        lost = self._lost({db: entries[db] for db in interrupted})
+        if lost:
+            log.warning("the interrupted snapshot cannot be resumed: the change tables of %s no longer reach back "
+                        "to its LSN", ", ".join(sorted(lost)))
+            return None
+        point = self.open_snapshot(offset, False)
+        self._resume_lsns = {db: lsn for db, lsn in interrupted.items() if lsn is not None}
+        return point
+
     def snapshot_tables(self, point: SnapshotPoint) -> list[Any]:
         if self.connector.snapshot_mode_name == "recovery":
             return []  # the schema only (recorded as each database's snapshot starts)
@@ -360,7 +389,8 @@ class SqlServerCaptureSource(CaptureSource):
             captured = self._captured_tables(db)
             self._conn(db).commit()
             self._captured[db] = captured
-            tables += captured
+            # the signal table is captured (streamed, locked) but its rows are not snapshotted
+            tables += [t for t in captured if not self._is_signal_table(t.table.id)]
         return tables
 
     def chunk_dialect(self, point: SnapshotPoint) -> SqlServerChunkDialect:
@@ -377,6 +407,8 @@ class SqlServerCaptureSource(CaptureSource):
         for other in self.snapshot_databases:
             if other == db:
                 break
+            if self._blocking_at is not None and other not in self._db_snapshots:
+                continue  # a blocking snapshot reads only the databases of its tables
             self._database_snapshot(other, emit)
             self._finish_database(other)
         state = self._database_snapshot(db, emit)
@@ -422,8 +454,10 @@ class SqlServerCaptureSource(CaptureSource):
         marker = snapshot_marker(first_row and chunk.first_chunk, last_row and chunk.last_chunk, chunk.first_table,
                                  chunk.last_table)
         table_id = entry.table.id
+        at = self._blocking_at.get(db) if self._blocking_at is not None else None
         source = source_block(self.connector.server, db, table_id.schema or "", table_id.table, ts_us=ts_us,
-                              snapshot=marker, commit_lsn=lsn, change_lsn=None, event_serial_no=None)
+                              snapshot=marker, commit_lsn=lsn, change_lsn=at.change_lsn if at else None,
+                              event_serial_no=at.event_serial_no if at else None)
         try:
             after = entry.schema.row(raw)
         except Exception as exc:  # a value the converters cannot take
@@ -450,9 +484,16 @@ class SqlServerCaptureSource(CaptureSource):
         include = [re.compile(p, re.IGNORECASE) for p in c.config.get("snapshot.include.collection.list") or []]
         lock_ids = [t.table.id for t in self._captured.get(db) or ()
                     if not include or any(p.fullmatch(t.collection) for p in include)]
+        blocking = self._blocking_at.get(db) if self._blocking_at is not None else None
+        if self._blocking_at is not None:  # the signal table is written while a blocking snapshot runs
+            lock_ids = [t for t in lock_ids if not self._is_signal_table(t)]
         snap.lock_tables(conn, isolation, c.config.get("snapshot.locking.mode", "exclusive"),
                          c.config.get("snapshot.lock.timeout.ms", 10000), lock_ids)
-        state.lsn = snap.snapshot_lsn(conn, db)
+        if self._blocking_at is not None:
+            # Debezium's blocking snapshot skips "determining snapshot offset": the stream's position
+            state.lsn = blocking.commit_lsn if blocking is not None else None
+        else:
+            state.lsn = self._resume_lsns.get(db) or snap.snapshot_lsn(conn, db)
         log.info("snapshot of database %s at LSN %s", db, describe(state.lsn))
         entry = DatabaseOffset(commit_lsn=state.lsn, snapshot=True)
         state.tables = self._record_structure(db, entry, state.lsn, emit if emit is not None else self._deferred.append)
@@ -491,6 +532,7 @@ class SqlServerCaptureSource(CaptureSource):
         c = self.connector
         if c.snapshot_mode_name == "initial_only":
             return
+        self._blocking_at = None  # a blocking snapshot before this stream is over
         assert self.schema is not None
         if not self._schema_loaded:
             self._recover_schema(start)
@@ -502,6 +544,7 @@ class SqlServerCaptureSource(CaptureSource):
             entries.setdefault(db, DatabaseOffset())
         conns = {db: self._conn(db) for db in self.databases}
         settings = c.stream_settings(self.databases)
+        emit = self._signal_records(emit)
         interval = md.capture_polling_interval(conns[self.databases[0]]) if settings.provide_transaction_metadata \
             else 5.0
         streamer = Streamer(settings, self.schema, conns, entries, emit, c.dispatcher, make_offset,
@@ -515,6 +558,71 @@ class SqlServerCaptureSource(CaptureSource):
         log.info("streaming databases %s from %s", ", ".join(self.databases),
                  ", ".join(f"{db}: {lsn_to_str(e.commit_lsn)}" for db, e in entries.items()))
         streamer.run(stop)
+        self._stream_stopped()
+
+    # -- signals: incremental and blocking snapshots (incremental.py) ---------------------------
+
+    def _is_signal_table(self, table_id: TableId) -> bool:
+        signal = getattr(self.connector, "signal_table", None)
+        return signal is not None and same_table(table_id, signal)
+
+    def incremental_source(self) -> Any:
+        """The connector's side of incremental and blocking snapshots, on connections of its own
+        (opened at first use); None for the Spark source, which runs no signals."""
+        if self.parallel:
+            return None
+        if self._incremental is None:
+            from headwater.connectors.sqlserver.incremental import SqlServerIncrementalSource
+
+            self._incremental = SqlServerIncrementalSource(self)
+        return self._incremental
+
+    def open_blocking_snapshot(self, position: Offset) -> SnapshotPoint:
+        """A blocking snapshot's point: each database's snapshot steps as the initial snapshot's
+        (isolation, locks, structure) on its own connection, but no maximum LSN: the records carry
+        `position`, the stream's offset when it stopped (Debezium's blocking snapshot keeps the
+        streaming offset context: commit_lsn, change_lsn, event_serial_no). Read by
+        snapshot_tables / chunk_dialect / read_chunk, ended by close_snapshot."""
+        self.close_snapshot()
+        entries = self._parse(position)
+        self._db_snapshots = {}
+        self._kept = {}
+        self._resume_lsns = {}
+        self._blocking_at = {db: entries.get(db, DatabaseOffset()) for db in self.databases}
+        return SnapshotPoint({"databases": tuple(self.databases), "blocking": True}, dict(position))
+
+    def _signal_records(self, emit: Emit) -> Emit:
+        """The engine's stage knows the signal table's records by `record.table ==
+        signal.data.collection`; SQL Server's names compare without case, so the records of the
+        signal table carry the name as configured when the server spells it otherwise."""
+        configured = str(self.config.get("signal.data.collection") or "").strip()
+        signal = getattr(self.connector, "signal_table", None)
+        if signal is None:
+            return emit
+        real = next((db for db in self.databases if db.lower() == (signal.catalog or "").lower()), signal.catalog)
+        catalog = self._catalogs.get(real or "") or (self._catalog(real) if real in self.databases else None)
+        found = next((t for t in (catalog.columns if catalog else ()) if same_table(t, signal)), None)
+        canonical = data_collection(found) if found is not None else None
+        if canonical is None or canonical == configured:
+            return emit
+
+        def renamed(items: list[Any]) -> None:
+            for item in items:
+                if getattr(item, "table", None) == canonical:
+                    item.table = configured
+            emit(items)
+
+        return renamed
+
+    def _stream_stopped(self) -> None:
+        """stream() returned (stopped for a blocking snapshot, or for good): the read
+        transactions end, so the next snapshot or stream() starts on clean connections."""
+        for conn in self.conns.values():
+            if not conn.closed:
+                try:
+                    conn.rollback()
+                except ConnectorError as exc:
+                    log.warning("ending the read transaction of database %s failed: %s", conn.database, exc)
 
     def stream_units(self, start: Offset, read_ahead: int) -> UnitStream:
         # Spark (SPARK helper): the streaming loop plans windows, executors read them (units.py)
@@ -556,6 +664,9 @@ class SqlServerCaptureSource(CaptureSource):
         self._heartbeat_conns.clear()
         self._catalogs.clear()
         self._streamer = None
+        if self._incremental is not None:
+            self._incremental.close()
+            self._incremental = None
 
     def close(self) -> None:
         self.release()

@@ -19,8 +19,8 @@ Decisions:
   pass-through accept the mssql-jdbc options that have an ODBC equivalent (and the ODBC keywords
   themselves), warn about mssql-jdbc-only ones and refuse those that would override a connector
   property (:func:`driver_options` builds the ODBC keywords).
-- Signals and incremental snapshots are declared as for PostgreSQL: accepted, with a warning that
-  they are not supported yet.
+- Incremental snapshots: ``incremental.snapshot.option.recompile`` is honoured;
+  ``incremental.snapshot.allow.schema.changes=true`` is refused (see its validator).
 """
 
 from __future__ import annotations
@@ -75,7 +75,15 @@ _OTHER_TIME_MODES = (
     "and connect"
 )
 
-_NO_INCREMENTAL = "incremental snapshots are not supported yet"
+
+
+def _schema_changes_refused(value: Any) -> str | None:
+    if value:
+        return ("incremental.snapshot.allow.schema.changes=true is not supported by Headwater's SQL Server connector: "
+                "an incremental snapshot reads each chunk with the table's structure as the stream knows it (its "
+                "newest capture instance's columns) and does not re-verify it between windows; leave it false")
+    return None
+
 _KAFKA_HISTORY_ONLY = f"used only by the Kafka schema history ({KAFKA_HISTORY}), which Headwater does not support"
 
 # -------------------------------------------------------------------------------------------
@@ -777,22 +785,23 @@ _SQLSERVER_ONLY = FieldSet(
         doc="How temporal values are emitted: adaptive (milli-, micro- or nanoseconds as the column's "
         "precision needs) or connect (Kafka Connect's Date, Time and Timestamp, milliseconds).",
     ),
-    # --- incremental snapshots (declared as for PostgreSQL: not supported yet)
+    # --- incremental snapshots (headwater.connectors.sqlserver.incremental)
     Field(
         "incremental.snapshot.allow.schema.changes",
         T.BOOLEAN,
         False,
         group="snapshot",
-        doc="Detect schema changes during an incremental snapshot and read the current chunk again.",
-        ignored_reason=_NO_INCREMENTAL,
+        validator=_schema_changes_refused,
+        doc="Detect schema changes during an incremental snapshot and read the current chunk again. Not "
+        "supported: true is refused (a chunk is read with the table as the stream knows it, its capture "
+        "instance's columns).",
     ),
     Field(
         "incremental.snapshot.option.recompile",
         T.BOOLEAN,
         False,
         group="snapshot",
-        doc="Add OPTION(RECOMPILE) to the incremental snapshot's SELECTs.",
-        ignored_reason=_NO_INCREMENTAL,
+        doc="Add OPTION(RECOMPILE) to the incremental snapshot's SELECTs (its chunk and maximum-key queries).",
     ),
     dynamic=(
         DynamicField(

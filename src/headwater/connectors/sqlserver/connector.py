@@ -39,6 +39,7 @@ _MODES = {"always", "initial", "initial_only", "no_data", "when_needed", "recove
 
 class SqlServerConnector(SourceConnector):
     connector_name = CONNECTOR_NAME
+    keeps_schema_history = True
     description = SourceDescription(
         CONNECTOR_NAME,
         (ChangelogColumn("commit_lsn", "STRING", "commit_lsn"), ChangelogColumn("change_lsn", "STRING", "change_lsn"),
@@ -77,6 +78,7 @@ class SqlServerConnector(SourceConnector):
             table_include=config.get("table.include.list"), table_exclude=config.get("table.exclude.list"),
             system_schemas=SYSTEM_SCHEMAS if ignore_builtin else (),
             system_tables=SYSTEM_TABLES if ignore_builtin else ())
+        self._signal_hook(config)
         self.column_filter = ColumnFilter.build(config.get("column.include.list"), config.get("column.exclude.list"))
         try:
             self.key_columns = KeyColumnMapper.from_spec(config.get("message.key.columns"))
@@ -90,6 +92,22 @@ class SqlServerConnector(SourceConnector):
         skipped = config.get("skipped.operations") or []
         self.skipped_operations = frozenset() if "none" in skipped else frozenset(skipped)
         self._connected_once = False
+
+    def _signal_hook(self, config: Configuration) -> None:
+        """Signals (headwater.connectors.sqlserver.incremental): the signal table is captured
+        whatever the table filters say (Debezium's RelationalTableFilters), in a database of
+        database.names; `incremental.snapshot.*` options Headwater cannot honour are refused."""
+        from headwater.connectors.sqlserver.incremental import SignalTableFilter, signal_table
+
+        self.signal_table: TableId | None = signal_table(config)
+        if self.signal_table is None:
+            return
+        if (self.signal_table.catalog or "").lower() not in {n.lower() for n in self.database_names}:
+            raise ConnectorError(f"signal.data.collection={config.get('signal.data.collection')}: database "
+                                 f"{self.signal_table.catalog!r} is not one of database.names "
+                                 f"({', '.join(self.database_names)}); the signal table's rows are read from the "
+                                 "change stream of a captured database")
+        self.table_filter = SignalTableFilter(self.table_filter, self.signal_table)  # type: ignore[assignment]
 
     # -- SourceConnector ------------------------------------------------------------------------
 

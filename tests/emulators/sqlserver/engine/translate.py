@@ -242,6 +242,8 @@ class Translator:
             tree = self._insert(tree)
         elif isinstance(tree, exp.Update):
             self._update(tree)
+        if isinstance(tree, exp.Select):
+            self._clustered_order(tree)
         if isinstance(tree, (exp.Select, exp.Union, exp.Except, exp.Intersect)):
             self._naming(tree)
         elif isinstance(tree, exp.Subquery):
@@ -927,6 +929,41 @@ class Translator:
                 eq.this.set("table", None)
 
     # ------------------------------------------------------------------ result names and types
+    def _clustered_order(self, tree: exp.Select) -> None:
+        """A plain scan of one table with a clustered index and no ORDER BY: SQL Server reads the clustered
+        index, so the rows come in its key order (Debezium's snapshot SELECTs and a blocking snapshot's
+        additional-condition SELECT rely on it for the order of their events); PostgreSQL's heap order
+        changes with every UPDATE. Statements that group, aggregate, join or deduplicate are left alone,
+        as SQL Server's own order is the plan's there."""
+        if tree.args.get("order") or tree.args.get("group") or tree.args.get("distinct") or \
+                tree.args.get("joins") or tree.args.get("having") or tree.find(exp.AggFunc, exp.Window) or \
+                tree.parent is not None:
+            return
+        source = tree.args.get("from_")
+        table = source.this if source is not None else None
+        if not isinstance(table, exp.Table):
+            return
+        obj = self.scope.get((table.alias or table.name).lower())
+        if obj is None or obj.is_ms_shipped or obj.type.strip().upper() != "U":
+            return
+        clustered = next((ix for ix in obj.indexes if ix.type_desc == "CLUSTERED"), None)
+        if clustered is None:
+            return
+        by_id = {c.column_id: c for c in obj.columns}
+        if any(i not in by_id for i in clustered.column_ids):
+            return
+        qualifier = exp.Identifier(this=table.alias, quoted=True) if table.alias else None
+        keys = []
+        for column_id in clustered.column_ids:
+            column = exp.Column(this=exp.Identifier(this=by_id[column_id].pg_name, quoted=True))
+            if qualifier is not None:
+                column.set("table", qualifier.copy())
+            else:
+                column.set("table", exp.Identifier(this=obj.pg_name, quoted=True))
+                column.set("db", exp.Identifier(this=obj.pg_schema, quoted=True))
+            keys.append(exp.Ordered(this=column))
+        tree.set("order", exp.Order(expressions=keys))
+
     def _naming(self, tree: exp.Expression) -> None:
         first = tree
         while isinstance(first, (exp.Union, exp.Except, exp.Intersect)):

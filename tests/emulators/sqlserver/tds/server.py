@@ -33,6 +33,9 @@ from .render import ATTENTION, Renderer, envchange
 from .typeinfo import COLLATION
 
 log = logging.getLogger(__name__)
+# every request's text as the client sent it (batches, RPC names and parameters, transaction manager
+# requests), at DEBUG: what a client such as Debezium sends is read from here (serve.py --trace-statements)
+trace = logging.getLogger(__name__ + ".statements")
 
 DEFAULT_LANGUAGE = "us_english"
 UNSUPPORTED = 50000  # error number for requests the emulator refuses (there is no SQL Server one)
@@ -314,14 +317,23 @@ class _Connection:
             if message.type == PacketType.SQL_BATCH:
                 batch = requests.parse_sql_batch(message.payload)
                 self._check_descriptor(batch.headers)
+                if trace.isEnabledFor(logging.DEBUG):
+                    trace.debug("%s batch: %s", self.peer, batch.sql)
                 outcome = renderer.render(lambda: self.session.execute_batch(batch.sql))
                 self._finish(renderer, outcome, tokens.DONE)
             elif message.type == PacketType.RPC:
                 rpc = requests.parse_rpc(message.payload)
                 self._check_descriptor(rpc.headers)
+                if trace.isEnabledFor(logging.DEBUG):
+                    for call in rpc.calls:
+                        trace.debug("%s rpc %s: %s", self.peer, call.name, _describe_params(call.params))
                 self._rpc(renderer, rpc)
             elif message.type == PacketType.TRANSACTION_MANAGER:
-                self._transaction(renderer, requests.parse_transaction(message.payload))
+                request = requests.parse_transaction(message.payload)
+                if trace.isEnabledFor(logging.DEBUG):
+                    trace.debug("%s transaction manager: %s%s", self.peer, request.kind,
+                                " (begin after)" if request.begin_after else "")
+                self._transaction(renderer, request)
             elif message.type == PacketType.BULK_LOAD:
                 self._unsupported(renderer, "Bulk load (TDS BULK LOAD / INSERT BULK data) is not supported by the "
                                   "emulator; use INSERT statements.")
@@ -394,6 +406,11 @@ class _Connection:
             if outcome != "ok":
                 break
         self._finish(renderer, outcome, tokens.DONE)
+
+
+def _describe_params(params: list[Any]) -> str:
+    """``name type = value`` per parameter (values by repr: the text of a statement stays readable)."""
+    return "; ".join(f"{p.name or '?'} {getattr(p.type, 'name', p.type)} = {p.value!r}" for p in params)
 
 
 def _begin_statements(isolation_level: int, name: str) -> list[str]:

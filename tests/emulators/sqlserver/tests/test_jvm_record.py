@@ -236,3 +236,40 @@ def test_write_events_and_provenance(tmp_path: Path) -> None:
 
 
 # The whole recording, compared with the golden files: test_debezium_e2e.py.
+
+
+def _notification(ident: str) -> dict[str, Any]:
+    schema = {"type": "struct", "name": rec.NOTIFICATION_SCHEMA, "version": 1, "fields": []}
+    return {"topic": "server1.notifications",
+            "key": {"schema": {"name": "io.debezium.connector.common.NotificationKey"}, "payload": {"id": ident}},
+            "value": {"schema": schema,
+                      "payload": {"id": ident, "type": "STARTED", "aggregate_type": "Initial Snapshot",
+                                  "additional_data": {"connector_name": "server1"}, "timestamp": 1795813966257}},
+            "headers": []}
+
+
+def test_normalize_masks_notification_clock_and_random_ids_only() -> None:
+    event = rec.normalize_event(_notification("c74a4a53-3e69-466c-8fee-cc7f5742ede9"))
+    assert event["key"]["payload"] == {"id": "<uuid>"}
+    assert event["value"]["payload"]["id"] == "<uuid>" and event["value"]["payload"]["timestamp"] == "<ts>"
+    assert event["value"]["payload"]["additional_data"] == {"connector_name": "server1"}
+    shuffled = _notification("ad-hoc-1")
+    shuffled["value"]["payload"]["additional_data"] = {"maximum_key": "3", "connector_name": "server1"}
+    assert list(rec.normalize_event(shuffled)["value"]["payload"]["additional_data"]) == ["connector_name",
+                                                                                          "maximum_key"]
+    answer = rec.normalize_event(_notification("ad-hoc-1"))  # a signal's own id: deterministic, kept
+    assert answer["key"]["payload"] == {"id": "ad-hoc-1"} and answer["value"]["payload"]["id"] == "ad-hoc-1"
+    # a data row that happens to have "id" and "timestamp" fields is not a notification
+    uuid = "c74a4a53-3e69-466c-8fee-cc7f5742ede9"
+    plain = {"topic": "server1.db.dbo.t", "key": {"schema": {}, "payload": {"id": uuid}}, "value": None, "headers": []}
+    assert rec.normalize_event(plain)["key"]["payload"]["id"] == uuid
+
+
+def test_normalize_masks_the_tombstone_after_an_insert_delete_watermark() -> None:
+    tombstone = {"topic": "server1.db.dbo.debezium_signal",
+                 "key": {"schema": {}, "payload": {"id": "4b7530e7-902a-4e5a-80ab-001f3dc9f738-open"}},
+                 "value": None, "headers": []}
+    assert rec.normalize_event(tombstone)["key"]["payload"] == {"id": "<window>-open"}
+    user = {"topic": "server1.db.dbo.debezium_signal", "key": {"schema": {}, "payload": {"id": "ad-hoc-1"}},
+            "value": None, "headers": []}
+    assert rec.normalize_event(user)["key"]["payload"] == {"id": "ad-hoc-1"}

@@ -1,0 +1,1 @@
+INSERT INTO public.a VALUES (3, 'a3 streamed');
