@@ -310,11 +310,11 @@ def test_custom_modes_need_a_name(pg_props: dict[str, str], mode_prop: str, name
     assert build(pg_props, **{mode_prop: "custom", name_prop: name}).get(name_prop) == name
 
 
-def test_notifications_are_accepted_and_ignored(pg_props: dict[str, str]) -> None:
-    # notifications are not emitted, so the sink channel's topic is not demanded either
-    cfg = build(pg_props, **{"notification.enabled.channels": "log,sink"})
-    assert cfg.warnings == ["property 'notification.enabled.channels' is ignored: notifications are not emitted: "
-                            "Headwater logs snapshot and streaming progress instead"]
+def test_notification_sink_needs_its_topic(pg_props: dict[str, str]) -> None:
+    (p,) = problems(pg_props, **{"notification.enabled.channels": "log,sink"})
+    assert "notification.sink.topic.name" in p
+    cfg = build(pg_props, **{"notification.enabled.channels": "log,sink", "notification.sink.topic.name": "n"})
+    assert cfg.warnings == []
 
 
 @pytest.mark.parametrize("value", ["Debezium", "my-slot", "a" * 64, "slot.1"])
@@ -505,11 +505,13 @@ def test_libpq_passthrough_and_pgjdbc_options(pg_props: dict[str, str]) -> None:
 
 
 def test_signal_consumer_passthrough(pg_props: dict[str, str]) -> None:
-    cfg = build(pg_props, **{"signal.consumer.security.protocol": "SSL"})
+    cfg = build(pg_props, **{"signal.consumer.security.protocol": "SSL", "signal.enabled.channels": "source,kafka",
+                             "signal.kafka.bootstrap.servers": "localhost:9092"})
     assert cfg.with_prefix("signal.consumer.") == {"security.protocol": "SSL"}
-    # accepted, but the Kafka signal channel does not exist here
-    assert cfg.warnings == ["property 'signal.consumer.security.protocol' is ignored: the Kafka signal channel is "
-                            "not supported: Headwater runs no Kafka consumer"]
+    assert cfg.warnings == []
+    # without the Kafka channel it has no effect, and says so
+    cfg = build(pg_props, **{"signal.consumer.security.protocol": "SSL"})
+    assert len(cfg.warnings) == 1 and "signal.consumer.security.protocol" in cfg.warnings[0]
 
 
 def test_allow_prefixes_argument(pg_props: dict[str, str]) -> None:

@@ -31,6 +31,7 @@ ONE_SUPPORTED_VALUE = {
     "key.converter": "io.confluent.connect.avro.AvroConverter",
     "value.converter": "io.confluent.connect.avro.AvroConverter",
     "header.converter": "org.apache.kafka.connect.storage.SimpleHeaderConverter",
+    "incremental.snapshot.allow.schema.changes": "true",
 }
 MINIMAL = {"connector.class": "postgresql", "database.hostname": "h", "database.user": "u",
            "database.dbname": "d", "topic.prefix": "p"}

@@ -424,7 +424,8 @@ COMMON_FIELDS = FieldSet(
         validator=lambda v: None if v >= -1 else "must be -1 (automatic), 0 or a positive number",
         doc="Headwater only: worker processes that build and serialize streamed events, so capture "
         "uses more than one core. -1 picks min(2, number of cores) when the sink takes serialized records "
-        "and transaction metadata is off; 0 builds events on the reader thread.",
+        "and transaction metadata is off; 0 builds events on the reader thread, as does a PostgreSQL "
+        "connector with signal.data.collection set (incremental-snapshot windows must see every event).",
     ),
     Field(
         "max.batch.size",

@@ -116,9 +116,26 @@ def _phase(offset: Offset) -> str:
     return str(offset.get("phase") or PHASE_STREAM)
 
 
+# Signals (engine/signals/units.py): a record the signaling stage adds after the stream's last
+# record (a blocking snapshot's rows, a notification) carries that record's offset, so its connector
+# sort key is that record's: its number after it, under this key, orders it after that record (a
+# batch may end at it: the stream need not move on first).
+ADDED_KEY = "headwater_added"
+
+
 def _own(offset: Offset) -> Offset:
     """The connector's part of a feed offset."""
-    return {k: v for k, v in offset.items() if k != "phase"}
+    return {k: v for k, v in offset.items() if k not in ("phase", ADDED_KEY)}
+
+
+def stream_key(source: Any, offset: Offset) -> tuple[Any, ...]:
+    """Orders the stream's offsets: the connector's sort key, then (a record the signaling stage
+    added) its number after the record whose offset it carries. A tuple sorts before its
+    extensions, so a plain offset sorts before the added records that follow it, and they before
+    the next plain one of a greater connector key."""
+    key = tuple(source.sort_key(_own(offset)))
+    added = offset.get(ADDED_KEY)
+    return (*key, int(added)) if added else key
 
 
 class CaptureFeed:
@@ -150,6 +167,7 @@ class CaptureFeed:
         # signals (headwater.engine.signals): the stream runs through the signaling stage here,
         # on the driver, and hands over the records it built
         self._signals = signals_configured(connector, None)
+        self._snapshotted = False  # a snapshot batch was planned in this process (notifications)
 
     def decoder(self) -> WorkDecoder:
         decoder = self.connector.work_decoder()
@@ -159,6 +177,10 @@ class CaptureFeed:
 
             return DriverRecordsDecoder(decoder)
         return decoder
+
+    def _key(self, offset: Offset) -> tuple[Any, ...]:
+        """A stream-phase feed offset's sort key (see stream_key)."""
+        return stream_key(self.source, offset)
 
     def _open(self) -> None:
         if not self._opened:
@@ -207,6 +229,7 @@ class CaptureFeed:
 
     def latest(self, start: Offset, max_records: int | None) -> Offset:
         if _phase(start) == PHASE_SNAPSHOT:
+            self._snapshotted = True
             return self._snapshot_batch_end(start, max_records)
         if not self.mode.streams:
             return start
@@ -217,8 +240,7 @@ class CaptureFeed:
             self._point = self.source.open_snapshot(_own(start), True)
             return self._snapshot_offset(self._point)
         units = self._ensure_streaming(start)
-        sort_key = self.source.sort_key
-        start_key = sort_key(_own(start))
+        start_key = self._key(start)
         if self._target is not None and units.past(_own(start), self._target):
             return start
         limit = max_records or self.read_ahead_messages
@@ -236,7 +258,7 @@ class CaptureFeed:
             # a unit may end where the batch starts (e.g. only the BEGIN of the transaction a
             # restart resumes in): returning `start` then would end an AvailableNow run early.
             # Once the end has moved, more units cannot move it back: no need to look again.
-            progress = progress or sort_key(_own(self._batch_end(start, limit))) > start_key
+            progress = progress or self._key(self._batch_end(start, limit)) > start_key
             if progress and count >= limit:
                 break
             if available_now and not progress and units.caught_up(self._target):
@@ -261,11 +283,11 @@ class CaptureFeed:
         units = self._units
         assert units is not None
         end = start
-        start_key = self.source.sort_key(_own(start))
+        start_key = self._key(start)
         counted = 0
         for unit, after in self._ready:
             changes = units.changes(unit)
-            if counted and counted + changes > limit and self.source.sort_key(_own(end)) > start_key:
+            if counted and counted + changes > limit and self._key(end) > start_key:
                 break
             counted += changes
             if not units.between_transactions(after):
@@ -275,10 +297,11 @@ class CaptureFeed:
 
     def plan(self, start: Offset, end: Offset) -> list[Any]:
         if _phase(start) == PHASE_SNAPSHOT:
+            self._snapshotted = True
             return self._plan_snapshot(start, end)
         if _phase(end) == PHASE_SNAPSHOT:  # the move to a new snapshot (see latest)
             return []
-        if self.source.sort_key(_own(end)) <= self.source.sort_key(_own(start)):
+        if self._key(end) <= self._key(start):
             return []
         if self._position_gone(start):
             # a batch logged before the position went, replayed: its changes cannot be read again;
@@ -287,7 +310,7 @@ class CaptureFeed:
                         "follows replaces them", _own(start), _own(end))
             return []
         units = self._ensure_streaming(start)
-        end_key = self.source.sort_key(_own(end))
+        end_key = self._key(end)
         work: list[Any] = []
         while True:
             if not self._ready:
@@ -297,7 +320,7 @@ class CaptureFeed:
                 except queue.Empty:
                     continue
             unit, after = self._ready[0]
-            after_key = self.source.sort_key(after)
+            after_key = self._key(after)
             if after_key <= end_key:
                 self._ready.pop(0)
                 units.append(work, unit)
@@ -443,7 +466,13 @@ class CaptureFeed:
                 from headwater.engine.signals.units import SignalUnitStream
 
                 self._signals = True
-                self._units = SignalUnitStream(self.connector, self.source, own, self.read_ahead_messages).start()
+                if start.get(ADDED_KEY):  # the stage's records after the stream's last go on from there
+                    own[ADDED_KEY] = start[ADDED_KEY]
+                initial = self._initial
+                first = (initial is not None and _phase(initial) == PHASE_STREAM and _own(initial) == _own(start)
+                         if not self._snapshotted else None)
+                self._units = SignalUnitStream(self.connector, self.source, own, self.read_ahead_messages,
+                                               first_start=first).start()
             else:
                 self._units = self.source.stream_units(own, self.read_ahead_messages)
         return self._units

@@ -209,6 +209,12 @@ class CaptureSource(ABC):
         raise ConnectorError("this connector cannot run signals in the Spark source (its offsets have no "
                              "positions)")
 
+    def keep_stream_alive(self) -> None:  # noqa: B027 - optional hook
+        """Called on the thread running :meth:`stream`, from inside its `emit`, while the records
+        emitted wait for room downstream (the Spark source's read-ahead is full): keep the
+        connection alive meanwhile (PostgreSQL: a status update, before wal_sender_timeout ends
+        it). A connector that polls needs nothing."""
+
     @abstractmethod
     def current_position(self) -> Any:
         """The database's current end of log (Trigger.AvailableNow reads up to it)."""

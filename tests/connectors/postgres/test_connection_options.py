@@ -172,7 +172,7 @@ def test_kafka_connect_only_properties_warn_once_each(pg_db, tmp_path: Path) -> 
         "offset.storage.topic": "offsets", "config.providers": "file",
         "value.converter.schema.registry.url": "http://registry:8081", "exactly.once.support": "required",
         "transaction.boundary": "poll", "signal.kafka.topic": "signals", "kafka.consumer.offset.commit.enabled": "true",
-        "notification.enabled.channels": "sink", "custom.metric.tags": "a=b", "topic.cache.size": "5",
+        "notification.sink.topic.name": "n", "custom.metric.tags": "a=b", "topic.cache.size": "5",
         "schema.history.internal.kafka.topic": "h", "include.schema.changes": "true",
         "database.sslfactory": "org.postgresql.ssl.NonValidatingFactory", "database.password": "pa55-xyz",
         "snapshot.max.threads": "4",

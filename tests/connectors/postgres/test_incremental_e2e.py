@@ -201,7 +201,7 @@ def _stored_offset(path: Path) -> dict[str, Any]:
 
 
 def test_sigkill_during_an_incremental_snapshot_resumes_at_the_chunk(pg_db, tmp_path):
-    rows, chunk = 20000, 250
+    rows, chunk = 8000, 200
     _setup(pg_db, rows)
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()

@@ -164,6 +164,32 @@ def test_tables_without_key_missing_tables_and_message_key_columns(signal_db, tm
             inc.maximum_key("public.keyed", ["other"], "no_such_column = 1")
         assert err.value.status == "SQL_EXCEPTION"
         assert inc.maximum_key("public.keyed", ["other"], "other > 1000") is None  # the connection still works
+        # a name as a signal may quote it (PG-41) is the id the table's records carry
+        assert inc.collection_id('"public"."keyed"') == "public.keyed"
+        assert inc.collection_id("public.keyed") == "public.keyed"
+    finally:
+        source.close()
+
+
+def test_a_quoted_name_with_a_dot_is_snapshotted_and_deduplicated(signal_db, tmp_path):
+    """PG-41: `"public"."My.Table"` in data-collections; the snapshot's table is the one streamed
+    changes name (public.My.Table), so they evict its buffered rows."""
+    from headwater.engine.signals.actions import SnapshotRequest
+    from headwater.engine.signals.incremental import IncrementalSnapshotter
+
+    signal_db.execute('CREATE TABLE "My.Table" (id integer PRIMARY KEY, v integer)')
+    signal_db.execute('INSERT INTO "My.Table" SELECT g, g FROM generate_series(1, 5) g')
+    _, source = _source(signal_db, tmp_path)
+    inc = source.incremental_source()
+    out: list[Any] = []
+    try:
+        snapshotter = IncrementalSnapshotter(inc, chunk_size=10, strategy="insert_insert", out=out.extend)
+        snapshotter.add(SnapshotRequest("incremental", ['"public"."My.Table"']), "s1", {})
+        assert [c.id for c in snapshotter.ctx.collections] == ["public.My.Table"]
+        assert len(snapshotter.window) == 5
+        snapshotter.open_window(snapshotter.ctx.chunk_id)
+        snapshotter.evict(SourceRecord("t", None, {"id": 3}, None, {}, {}, op="u", table="public.My.Table"))
+        assert len(snapshotter.window) == 4
     finally:
         source.close()
 

@@ -140,6 +140,9 @@ def test_source_reads_chunks_with_debeziums_statements(sqlserver: SqlServerEmula
         with pytest.raises(SnapshotTableError) as unknown:
             source.chunk_columns(f"{db}.dbo.missing", None)
         assert unknown.value.status == "UNKNOWN_SCHEMA"
+        # a signal's name in brackets or another case is the id the table's records carry
+        assert source.collection_id(f"[{db.upper()}].[DBO].[Items]") == f"{db}.dbo.items"
+        assert source.collection_id(f"{db}.dbo.missing") == f"{db}.dbo.missing"
 
         items = f"{db}.dbo.items"
         assert source.maximum_key(items, ["id"], "(id < 30)") == (29,)

@@ -488,6 +488,14 @@ class PgCaptureSource(CaptureSource):
             return position_key(0, 0xFFFFFFFFFFFFFFFF, 0xFFFFFFFF)  # after the snapshot's records (major 0)
         return position_key(commit - 1, 0xFFFFFFFFFFFFFFFF, 0xFFFFFFFF)
 
+    def keep_stream_alive(self) -> None:
+        """The stream's emit waits downstream (the Spark source's read-ahead with signals): a
+        status update at most every second, as during a long replay, so that wal_sender_timeout
+        does not end the connection."""
+        reader = self._streaming
+        if reader is not None:
+            reader._keepalive()
+
     def stream_units(self, start: Offset, read_ahead: int) -> PgUnitStream:
         c = self.connector
         slot = c.wait_for_slot(self._conn)

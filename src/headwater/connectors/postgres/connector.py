@@ -271,6 +271,10 @@ class PostgresConnector(SourceConnector):
             # the signal stage (headwater.engine.signals) reads the signal table's records and
             # de-duplicates incremental-snapshot windows against streamed ones: it must see the
             # records, which the pool's workers serialize out of its reach
+            if self.config.get("encoding.workers") > 0:
+                log.warning("encoding.workers=%d has no effect with signal.data.collection set: events are built "
+                            "on the reader thread, where incremental-snapshot windows see them",
+                            self.config.get("encoding.workers"))
             return False
         self.pool = pool
         return True

@@ -189,6 +189,13 @@ class PostgresIncrementalSource(IncrementalSource):
     def captured_tables(self) -> list[str]:
         return list(self._captured_ids())
 
+    def collection_id(self, name: str) -> str:
+        """`"public"."My.Table"` (PG-41) is the table records name `public.My.Table`."""
+        try:
+            return parse_collection(name).identifier()
+        except ValueError:
+            return name
+
     def _load(self, collection: str, *, locked: bool = False) -> _Loaded:
         """The table's definition and schemas, read from the catalog again (a table whose
         definition changed since the last chunk gets new schemas, as the streamed events do after

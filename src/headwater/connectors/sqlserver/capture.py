@@ -113,6 +113,9 @@ class SqlServerCaptureSource(CaptureSource):
         # the stream position a blocking snapshot's records carry, per database (None: not blocking)
         self._incremental: Any = None
         self._blocking_at: dict[str, DatabaseOffset] | None = None
+        # record_positions' count of the driver's records at the last position (prefix, changes',
+        # schema changes', and the snapshot's schema changes handed over at the stream's start)
+        self._driver_positions: tuple[str, int, int, int] = ("", 0, 0, 0)
 
     # -- set-up ----------------------------------------------------------------------------------
 
@@ -568,9 +571,7 @@ class SqlServerCaptureSource(CaptureSource):
 
     def incremental_source(self) -> Any:
         """The connector's side of incremental and blocking snapshots, on connections of its own
-        (opened at first use); None for the Spark source, which runs no signals."""
-        if self.parallel:
-            return None
+        (opened at first use); the Spark source's driver runs them too (engine/signals/units.py)."""
         if self._incremental is None:
             from headwater.connectors.sqlserver.incremental import SqlServerIncrementalSource
 
@@ -623,6 +624,59 @@ class SqlServerCaptureSource(CaptureSource):
                     conn.rollback()
                 except ConnectorError as exc:
                     log.warning("ending the read transaction of database %s failed: %s", conn.database, exc)
+
+    # -- signals in the Spark source: positions of records built on the driver -----------------
+
+    def _signals_database(self) -> str:
+        """The one database whose records the driver positions: with several, a record the stage
+        adds (an incremental snapshot's read event of a table in one database, anchored after a
+        signal-table record of another) could not sort with the changes of its own database."""
+        databases = self.databases or list(self.connector.database_names)
+        if len(databases) != 1:
+            raise ConnectorError("signals (signal.data.collection, signal.enabled.channels, notification.enabled."
+                                 "channels) in the Spark source take one database in database.names, got "
+                                 f"{len(databases)}: run a query per database, or use `headwater run`")
+        return databases[0]
+
+    def record_positions(self, records: list[Any]) -> list[str]:
+        """The positions SqlServerWorkDecoder gives (units.py, work.py): a change's records (the
+        END of the transaction before it, BEGIN, the event, its tombstone) at the database's
+        position when they were dispatched — the one their offset holds — numbered in a row; a
+        schema change after the change it follows at 0xF0 on; a snapshot's schema changes handed
+        over at the stream's start (no_data, recovery) as the decoder's first unit has them."""
+        from headwater.connectors.sqlserver.units import change_position, schema_position
+
+        db = self._signals_database()
+        out: list[str] = []
+        prefix, n, schema_n, snapshot_n = self._driver_positions
+        for record in records:
+            entry = ((record.offset or {}).get("databases") or {}).get(db) or {}
+            at = DatabaseOffset.from_dict(entry)
+            if at.snapshot:
+                out.append(schema_position(0, snapshot_n))
+                snapshot_n += 1
+                continue
+            here = change_position(0, at.commit_lsn, at.change_lsn, at.event_serial_no, 0)[:-2]
+            if here != prefix:
+                prefix, n, schema_n = here, 0, 0
+            value = record.value if isinstance(record.value, dict) else {}
+            if "tableChanges" in value:
+                out.append(prefix + f"{0xF0 + schema_n:02x}")
+                schema_n += 1
+            else:
+                out.append(prefix + f"{n:02x}")
+                n += 1
+        self._driver_positions = (prefix, n, schema_n, snapshot_n)
+        return out
+
+    def offset_position(self, offset: Offset) -> str:
+        """After every record at or before the database's position in `offset` (a record's n is
+        below 0xFF), before every record after it."""
+        from headwater.connectors.sqlserver.units import change_position
+
+        db = self._signals_database()
+        at = DatabaseOffset.from_dict(((offset or {}).get("databases") or {}).get(db) or {})
+        return change_position(0, at.commit_lsn, at.change_lsn, at.event_serial_no, 0xFF)
 
     def stream_units(self, start: Offset, read_ahead: int) -> UnitStream:
         # Spark (SPARK helper): the streaming loop plans windows, executors read them (units.py)

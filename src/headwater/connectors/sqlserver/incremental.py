@@ -192,6 +192,18 @@ class SqlServerIncrementalSource(IncrementalSource):
     def captured_tables(self) -> list[str]:
         return list(self._entries())
 
+    def collection_id(self, name: str) -> str:
+        """The captured table's id as its records carry it, for a name in [brackets] or "quotes",
+        or in another case (SQL Server resolves names without case)."""
+        try:
+            wanted = parse_collection(name)
+        except ValueError:
+            return name
+        for collection, entry in self._entries().items():
+            if same_table(entry.table.id, wanted):
+                return collection
+        return name
+
     def _entry(self, collection: str) -> TableEntry:
         entries = self._entries()
         entry = entries.get(collection)

@@ -77,6 +77,12 @@ class IncrementalSource(ABC):
         `schema.table`, SQL Server `db.schema.table`) of every table the connector captures now,
         the signal table excluded. `data-collections` regexes are matched against these."""
 
+    def collection_id(self, name: str) -> str:
+        """The id records of table `name` carry (`SourceRecord.table`), for a name as a signal
+        writes it (quoted parts, another case where the database ignores case); `name` itself when
+        it names no captured table."""
+        return name
+
     @abstractmethod
     def chunk_columns(self, collection: str, surrogate_key: str | None) -> list[str]:
         """The columns `collection` is chunked by: its primary key (or `message.key.columns`

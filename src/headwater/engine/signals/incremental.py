@@ -160,7 +160,7 @@ class IncrementalSnapshotter:
     def add(self, request: SnapshotRequest, correlation_id: str, offset: Offset) -> None:
         """`execute-snapshot` of type incremental."""
         captured = self.source.captured_tables()
-        ids = expand(request.collections, captured)
+        ids = list(dict.fromkeys(self.source.collection_id(i) for i in expand(request.collections, captured)))
         if len(ids) > len(request.collections):
             log.info("data-collections to snapshot expanded from %s to %s", request.collections, ids)
         was_running = self.ctx.running
@@ -323,7 +323,8 @@ class IncrementalSnapshotter:
                 log.warning("stop-snapshot: no incremental snapshot is running")
                 ctx.correlation_id = None
                 continue
-            ids = expand(names, self.source.captured_tables()) if names else [c.id for c in ctx.collections]
+            ids = ([self.source.collection_id(i) for i in expand(names, self.source.captured_tables())] if names
+                   else [c.id for c in ctx.collections])
             stopped: list[str] = []
             current_stopped = False
             for cid in ids:

@@ -18,13 +18,21 @@ before the next streamed record, which is where the stage put it in the stream. 
 emitted at a window's close thus sort just before the record that closed the window: newer than
 any change of their keys before, older than any after.)
 
-Batch ends. The feed cuts batches at a unit's offset and replays a range by sort key, so each
-unit ends where the next entry's sort key is greater: entries sharing a sort key (a message's
-records, the read events carrying the closing record's offset, a blocking snapshot's rows at the
-stream's offset) stay in one unit. The run at the stream's head is handed over once the stream has
-been quiet a moment; entries that arrive later with the sort key already handed over wait for the
-next greater one (a blocking snapshot's rows and late notifications are delivered with the next
-change after them).
+Sort keys. The feed cuts batches at a unit's offset and replays a range by sort key
+(:func:`~headwater.engine.feed.stream_key`). Read events at a window's close carry the closing
+record's offset: they share its key and stay in its unit. Records the stage adds after the last
+streamed record (a blocking snapshot's rows, notifications of the signal thread) carry that
+record's offset plus their number after it (`feed.ADDED_KEY`), counted from the last growth of
+the connector's key: their keys grow, so they are handed over once the stream has been quiet a
+moment, without waiting for the next change. The numbers are the stage's order of output, which
+a restart's replay reproduces where the stage acts again (a signal of the signal table); a batch
+ending among them is cut there by :meth:`SignalUnitStream.split`.
+
+A blocking snapshot is handed over whole, once the stream is running again: a batch never ends
+inside one, since a restart streams on after its offset and does not take it again (its rows wait
+on the driver meanwhile). Each unit ends where the next entry's key is greater. While the read-ahead
+queue is full the stream thread waits in its emit, keeping the connection alive
+(:meth:`CaptureSource.keep_stream_alive`); other threads (the signal channels') never wait there.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from headwater.engine.connector import ConnectorError
-from headwater.engine.feed import PositionedRecord, WorkDecoder
+from headwater.engine.feed import ADDED_KEY, PositionedRecord, WorkDecoder
 from headwater.engine.read_ahead import UnitQueue
 from headwater.engine.records import OffsetMarker, SourceRecord
 from headwater.engine.source import UnitStream
@@ -109,17 +117,18 @@ class DriverRecordsDecoder(WorkDecoder):
 
 class _PositioningSource:
     """The capture source as the stage's stream sees it: every record `stream()` emits is given
-    its connector position before the stage takes it (a message's records arrive in one call)."""
+    its connector position before the stage takes it (a message's records arrive in one call);
+    `owner` learns when a stream runs (between two, a blocking snapshot does)."""
 
-    def __init__(self, source: CaptureSource, positions: dict[int, tuple[str, SourceRecord]]) -> None:
+    def __init__(self, source: CaptureSource, owner: SignalUnitStream) -> None:
         self._source = source
-        self._positions = positions
+        self._owner = owner
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._source, name)
 
     def stream(self, start: Offset, emit: Callable[[list[Any]], None], stop: threading.Event) -> None:
-        source, positions = self._source, self._positions
+        source, positions = self._source, self._owner.positions
 
         def positioned(items: list[Any]) -> None:
             records = [item for item in items if isinstance(item, SourceRecord)]
@@ -128,7 +137,11 @@ class _PositioningSource:
                     positions[id(record)] = (position, record)
             emit(items)
 
-        source.stream(start, positioned, stop)
+        self._owner.streaming(True)
+        try:
+            source.stream(start, positioned, stop)
+        finally:
+            self._owner.streaming(False)
 
 
 @dataclass
@@ -136,27 +149,42 @@ class _Entry:
     record: PositionedRecord | None  # None: an offset marker
     key: tuple[Any, ...]
     offset: Offset
+    held: bool = False  # arrived while no stream ran (a blocking snapshot's): not cut yet
 
 
 class SignalUnitStream(UnitStream):
     """The stage's output as units of :class:`DriverRecords`, read ahead on a background thread
     that runs :func:`stream_with_signals` from `start` (the feed's offset, with the incremental
-    snapshot's state when one runs)."""
+    snapshot's state when one runs, and `feed.ADDED_KEY` when it ended among the stage's own
+    records)."""
 
-    def __init__(self, connector: SourceConnector, source: CaptureSource, start: Offset, read_ahead: int) -> None:
+    def __init__(self, connector: SourceConnector, source: CaptureSource, start: Offset, read_ahead: int,
+                 first_start: bool | None = None) -> None:
+        own = dict(start)
+        # the initial snapshot's notifications of a start without one, as run_capture sends them:
+        # True a first start, False a restart from the checkpoint, None: after a snapshot read in
+        # this run (by the executors, which send none)
+        self.first_start = first_start
+        added = int(own.pop(ADDED_KEY, 0) or 0)
         self.connector = connector
         self.source = source
-        self.start_offset = dict(start)
+        self.start_offset = own
         self._queue = UnitQueue(read_ahead)
         self._stop = threading.Event()
         self._failure: BaseException | None = None
         self._lock = threading.Lock()
-        self._positions: dict[int, tuple[str, SourceRecord]] = {}
+        self.positions: dict[int, tuple[str, SourceRecord]] = {}
         self._pending: list[_Entry] = []
         self._handed_key: tuple[Any, ...] | None = None  # the sort key of the last unit handed over
         self._last_arrival = time.monotonic()
-        self._anchor = source.offset_position(start)  # the last streamed record's position
-        self._added = 0  # the stage's records since that one
+        self._anchor = source.offset_position(own)  # the last streamed record's position
+        self._added = added  # the stage's records since that one (their position suffixes)
+        # the connector's key and offset of the last streamed entry, and the number the stage's
+        # records after it have reached (their keys: that key + the number)
+        self._stream_key: tuple[Any, ...] = tuple(source.sort_key(own))
+        self._stream_offset: Offset = own
+        self._sequence = added
+        self._streaming = False
         self._thread = threading.Thread(target=self._run, name="headwater-feed-signals", daemon=True)
 
     def start(self) -> SignalUnitStream:
@@ -169,46 +197,91 @@ class SignalUnitStream(UnitStream):
         from headwater.engine.signals.run import open_stage, stream_with_signals
 
         try:
-            source: Any = _PositioningSource(self.source, self._positions)
+            source: Any = _PositioningSource(self.source, self)
+            self._initial_notifications()
             stage = open_stage(self.connector, source, self._take, self.start_offset)
             stream_with_signals(self.connector, source, self.start_offset, self._take, self._stop, stage)
         except BaseException as exc:  # handed to the caller of get()/check()
             self._failure = exc
 
-    def _key(self, offset: Offset | None, previous: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    def _initial_notifications(self) -> None:
+        """Debezium's: a connector with a schema history snapshots the structure at a first start
+        (STARTED, COMPLETED); every other start without a snapshot is SKIPPED."""
+        from headwater.engine.signals.run import initial_notifications
+
+        if self.first_start is None:
+            return
+        notifications = initial_notifications(self.connector, self._take)
+        if notifications is None:
+            return
+        if self.first_start and self.connector.keeps_schema_history:
+            notifications.initial_started(self.start_offset)
+            notifications.initial_completed(self.start_offset)
+        else:
+            notifications.initial_skipped(self.start_offset)
+
+    def streaming(self, running: bool) -> None:
+        """A stream starts (what a blocking snapshot added meanwhile may go) or returns."""
+        with self._lock:
+            self._streaming = running
+            if running:
+                for entry in self._pending:
+                    entry.held = False
+                self._last_arrival = time.monotonic()
+
+    def _base(self, offset: Offset | None) -> tuple[Any, ...] | None:
         if not offset:
-            return previous
+            return None
         try:
             return tuple(self.source.sort_key(offset))
         except (KeyError, TypeError, ValueError):
-            return previous
+            return None
+
+    def _entry(self, item: Any) -> _Entry | None:
+        """An item of the stage's output as an entry, its key and offset set (under the lock)."""
+        base = self._base(getattr(item, "offset", None))
+        if isinstance(item, SourceRecord):
+            known = self.positions.pop(id(item), None)
+            if known is not None:
+                position = self._anchor = known[0]
+                self._added = 0
+                return self._streamed(PositionedRecord(position, item), base, item.offset)
+            position = self._anchor + _SUFFIX.format(self._added)
+            self._added += 1
+            record = PositionedRecord(position, item)
+            if base is not None and base > self._stream_key:
+                # it carries a record's offset not streamed yet (read events at a window's close,
+                # before the closing record): that record's key
+                return _Entry(record, base, dict(item.offset or {}), not self._streaming)
+            self._sequence += 1
+            offset = {**(item.offset if base == self._stream_key else self._stream_offset), ADDED_KEY: self._sequence}
+            return _Entry(record, (*self._stream_key, self._sequence), offset, not self._streaming)
+        if isinstance(item, OffsetMarker):
+            return self._streamed(None, base, item.offset)
+        return None
+
+    def _streamed(self, record: PositionedRecord | None, base: tuple[Any, ...] | None,
+                  offset: Offset | None) -> _Entry:
+        """An entry of the stream itself: its key moves the stream's on."""
+        if base is not None and base > self._stream_key:
+            self._stream_key, self._stream_offset, self._sequence = base, dict(offset or {}), 0
+        if self._sequence:
+            # the stage added records after an earlier record of the same key: this one goes with
+            # the last of them (keys never go back)
+            return _Entry(record, (*self._stream_key, self._sequence),
+                          {**dict(offset or self._stream_offset), ADDED_KEY: self._sequence}, not self._streaming)
+        return _Entry(record, self._stream_key, dict(offset or self._stream_offset), not self._streaming)
 
     def _take(self, items: list[Any]) -> None:
         """The stage's output (stream thread, or the signal thread: the stage serializes them)."""
-        entries: list[_Entry] = []
         with self._lock:
-            last = self._pending[-1].key if self._pending else self._handed_key
             for item in items:
-                if isinstance(item, SourceRecord):
-                    known = self._positions.pop(id(item), None)
-                    if known is not None:
-                        position = self._anchor = known[0]
-                        self._added = 0
-                    else:
-                        position = self._anchor + _SUFFIX.format(self._added)
-                        self._added += 1
-                    key = self._key(item.offset, last)
-                    record: PositionedRecord | None = PositionedRecord(position, item)
-                elif isinstance(item, OffsetMarker):
-                    key, record = self._key(item.offset, last), None
-                else:
-                    continue
-                if key is None:  # nothing before it has a position either: the start's
-                    key = tuple(self.source.sort_key(self.start_offset))
-                entries.append(_Entry(record, key, dict(item.offset or {})))
-                last = key
-            self._pending.extend(entries)
+                entry = self._entry(item)
+                if entry is not None:
+                    self._pending.append(entry)
             self._last_arrival = time.monotonic()
+            if threading.current_thread() is not self._thread:
+                return  # never waits for room here: get() hands it over (or the stream's next output)
             # cut and queued under the lock: get() hands the head over only when the queue is
             # empty, under the same lock, so units leave in order
             ready = self._cut(final=False)
@@ -217,14 +290,16 @@ class SignalUnitStream(UnitStream):
 
     def _cut(self, final: bool) -> tuple[DriverRecords, Offset, tuple[Any, ...]] | None:
         """The pending entries up to the last place where the sort key grows (all of them when
-        `final` and their key is past what was handed over), as a unit; under the lock."""
+        `final` and their key is past what was handed over), never a held one, as a unit; under
+        the lock."""
         pending, handed = self._pending, self._handed_key
+        limit = next((i for i, e in enumerate(pending) if e.held), len(pending))
         end = -1
-        for i in range(len(pending) - 1):
+        for i in range(min(limit, len(pending) - 1)):
             if pending[i].key < pending[i + 1].key and (handed is None or pending[i].key > handed):
                 end = i
-        if final and pending and (handed is None or pending[-1].key > handed):
-            end = len(pending) - 1
+        if final and limit and (handed is None or pending[limit - 1].key > handed):
+            end = limit - 1
         if end < 0:
             return None
         taken, self._pending = pending[:end + 1], pending[end + 1:]
@@ -234,6 +309,7 @@ class SignalUnitStream(UnitStream):
         return DriverRecords(records, keys), taken[-1].offset, taken[-1].key
 
     def _put(self, ready: tuple[DriverRecords, Offset, tuple[Any, ...]]) -> None:
+        """Queue a unit (stream thread): while the queue is full the connection is kept alive."""
         unit, after, _ = ready
         while True:
             try:
@@ -242,6 +318,7 @@ class SignalUnitStream(UnitStream):
             except queue.Full:
                 if self._stop.is_set():
                     raise ConnectorError("the feed was closed") from None
+                self.source.keep_stream_alive()
 
     # -- UnitStream --------------------------------------------------------------------------
 

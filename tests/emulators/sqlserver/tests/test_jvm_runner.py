@@ -76,7 +76,11 @@ def test_snapshot_stream_stop_and_resume(classpath, pg: ThrowawayPostgres, tmp_p
     out = tmp_path / "events.jsonl"
     proc = DebeziumProcess(_props(pg, "runner_a"), workdir, out, classpath=classpath).start()
     try:
-        proc.wait_for("streaming-connected", timeout=120)
+        # statuses are kept as they arrive, for callers that poll instead of waiting (wait_for is not called)
+        deadline = time.monotonic() + 120
+        while [s["status"] for s in proc.statuses] != ["started", "snapshot-completed", "streaming-connected"]:
+            assert time.monotonic() < deadline, f"statuses {proc.statuses}:\n{proc.log_tail()}"
+            time.sleep(0.1)
         with pg.connect("runner_a") as conn, conn.cursor() as cur:
             cur.execute("INSERT INTO items VALUES (3, 'three')")
         _wait_events(proc, 3)
