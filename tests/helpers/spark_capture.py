@@ -114,11 +114,15 @@ class RunningPipeline:
 
 def run_scenario_through_spark(spark: Any, scenario: Path, golden: Path, pg_db: Any,
                                tmp_path: Path) -> tuple[list[dict], list[dict]]:
-    """The conformance protocol through the Spark source (records built in the executors): setup,
-    the first batch (the snapshot), workload, sentinel; then both sides normalized. The records
-    must come in position order."""
+    """The conformance protocol through the Spark source (records built in the executors, or on
+    the driver when signals are configured): setup, the first batch (the snapshot), workload
+    (which may wait with pg_sleep while a signalled snapshot runs), sentinel; then both sides
+    normalized. The records must come in position order. HW_CONFORMANCE_DUMP=<dir> also writes
+    both sides there (`<name>.spark.got.json`, `<name>.want.json`) for diffing."""
+    import os
+
     from helpers.capture import drop_sentinels, spark_properties
-    from helpers.conformance import normalize, read_props
+    from helpers.conformance import golden_file, normalize, read_props
 
     name = scenario.name
     pg_db.psql(scenario / "setup.sql")
@@ -138,4 +142,10 @@ def run_scenario_through_spark(spark: Any, scenario: Path, golden: Path, pg_db: 
     positions = [r.position for r in capture.rows()]
     assert positions == sorted(positions), "records are not in position order"
     got = [normalize.normalize_event(r) for r in drop_sentinels(capture.records())]
-    return got, normalize.load(str(golden / f"{name}.jsonl"))
+    want = normalize.load(str(golden_file(golden, name)))  # `.jsonl.gz` for a large recording
+    if os.environ.get("HW_CONFORMANCE_DUMP"):
+        dump = Path(os.environ["HW_CONFORMANCE_DUMP"])
+        dump.mkdir(parents=True, exist_ok=True)
+        (dump / f"{name}.spark.got.json").write_text(json.dumps(got, indent=1))
+        (dump / f"{name}.want.json").write_text(json.dumps(want, indent=1))
+    return got, want

@@ -351,3 +351,38 @@ def test_insert_delete_watermarks_leave_no_rows_behind(pg_db, tmp_path, strategy
         run.stop()
     assert sorted(_reads(run.records())) == list(range(1, 501))
     assert pg_db.execute("SELECT id FROM debezium_signal") == [("sig-id",)]
+
+
+def test_a_table_added_to_the_include_list_later_is_snapshotted_on_demand(pg_db, tmp_path):
+    """Debezium's reason for ad hoc snapshots: the configuration now captures another table. The
+    connector restarts with it in table.include.list (the filtered publication gains it) and an
+    execute-snapshot signal reads its rows; its changes stream from then on."""
+    _setup(pg_db, 0)
+    pg_db.execute("CREATE TABLE later (id integer PRIMARY KEY, v integer NOT NULL)")
+    pg_db.execute("INSERT INTO later SELECT g, g FROM generate_series(1, 300) g")
+    props = _props(pg_db, tmp_path, **{"table.include.list": "public.t", "publication.autocreate.mode": "filtered",
+                                       "slot.drop.on.stop": "false",
+                                       "incremental.snapshot.chunk.size": "128"})
+    first = HeadwaterRun(props, tmp_path / "first.jsonl").start()
+    try:
+        wait_slot_active(pg_db, props["slot.name"], first)
+        pg_db.execute("INSERT INTO later VALUES (301, 301)")  # not captured yet
+        pg_db.execute("INSERT INTO t VALUES (1, 1, 'one')")
+        emit_sentinel_and_wait(pg_db, first)
+    finally:
+        first.stop()
+    assert not [r for r in first.records() if r["topic"] == "dbserver1.public.later"]
+    second = HeadwaterRun({**props, "table.include.list": "public.t,public.later"}, tmp_path / "second.jsonl").start()
+    try:
+        wait_slot_active(pg_db, props["slot.name"], second)
+        _execute(pg_db, "add-later", {"data-collections": ["public.later"]})
+        _wait(lambda: _completed(second.out), "the snapshot of the added table", second)
+        pg_db.execute("UPDATE later SET v = -1 WHERE id = 7")
+        emit_sentinel_and_wait(pg_db, second)
+    finally:
+        second.stop()
+    later = [_payload(r["value"]) for r in drop_sentinels(second.records())
+             if r["topic"] == "dbserver1.public.later" and r["value"] is not None]
+    assert sorted(v["after"]["id"] for v in later if v["op"] == "r") == list(range(1, 302))
+    assert {v["source"]["snapshot"] for v in later if v["op"] == "r"} == {"incremental"}
+    assert [(v["op"], v["after"]["id"], v["after"]["v"]) for v in later if v["op"] != "r"] == [("u", 7, -1)]

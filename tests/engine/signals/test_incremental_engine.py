@@ -325,3 +325,36 @@ def test_signals_through_the_in_process_channel_and_a_file(tmp_path: Any) -> Non
     finally:
         run.close()
     assert signal_file.read_text() == ""  # read signals are removed from the file, as Debezium does
+
+
+def test_a_blocking_snapshot_honours_select_overrides_and_is_notified() -> None:
+    db = _db(20)
+    for i in range(1, 11):
+        db.insert("b", i, i)
+    sink = ListSink()
+    connector = _connector(db, **{
+        "snapshot.select.statement.overrides": ["public.a"],
+        "snapshot.select.statement.overrides.public.a": "SELECT * FROM a WHERE id <= 3",
+        "notification.enabled.channels": ["sink"], "notification.sink.topic.name": "mem.notifications"})
+    run = Running(connector, MemoryOffsetStore(), sink)
+    try:
+        _signal(db, "blk", "execute-snapshot", {"type": "blocking", "data-collections": ["public\\.[ab]"]})
+        _wait(lambda: any(r.topic == "mem.notifications" and r.value["type"] == "COMPLETED"
+                          and r.value["aggregate_type"] == "Initial Snapshot" for r in sink.records),
+              "the blocking snapshot's COMPLETED")
+    finally:
+        run.close()
+    assert _reads(_data(sink.records)) == [1, 2, 3]
+    assert _reads(_data(sink.records, "mem.public.b")) == list(range(1, 11))
+    notes = [(r.value["aggregate_type"], r.value["type"], (r.value["additional_data"] or {}).get("scanned_collection"),
+              (r.value["additional_data"] or {}).get("total_rows_scanned"))
+             for r in sink.records if r.topic == "mem.notifications"]
+    blocking = notes[notes.index(("Initial Snapshot", "STARTED", None, None), 1):]
+    assert blocking == [
+        ("Initial Snapshot", "STARTED", None, None),
+        ("Initial Snapshot", "IN_PROGRESS", None, None),
+        ("Initial Snapshot", "TABLE_SCAN_COMPLETED", "public.a", "3"),
+        ("Initial Snapshot", "IN_PROGRESS", None, None),
+        ("Initial Snapshot", "TABLE_SCAN_COMPLETED", "public.b", "10"),
+        ("Initial Snapshot", "COMPLETED", None, None),
+    ]
