@@ -175,7 +175,12 @@ class CaptureFeed:
             # the stream's units hold records the driver built (engine/signals/units.py)
             from headwater.engine.signals.units import DriverRecordsDecoder
 
-            return DriverRecordsDecoder(decoder)
+            decoder = DriverRecordsDecoder(decoder)
+        if self.config.get("notification.enabled.channels"):
+            # snapshot units carrying the initial snapshot's notifications (see _plan_snapshot)
+            from headwater.engine.snapshot_notification_units import NotifyingDecoder
+
+            decoder = NotifyingDecoder(decoder)
         return decoder
 
     def _key(self, offset: Offset) -> tuple[Any, ...]:
@@ -360,10 +365,12 @@ class CaptureFeed:
             return completed
         pending = self._pending(start)
         per = max(1, max_records // max(1, self.snapshot_chunk_rows))
-        progress = progress_of(start) or SnapshotProgress()
+        begun = progress = progress_of(start) or SnapshotProgress()
         taken = 0
         for chunk in pending:
-            if taken >= per and progress != progress_of(start):
+            # a batch ends only where the progress moved (a chunk of a table without a key does
+            # not move it): its end must name a place after its start in the plan
+            if taken >= per and progress != begun:
                 break
             progress = progress.after_chunk(chunk)
             taken += 1
@@ -450,7 +457,28 @@ class CaptureFeed:
             chunks = self._plan[self._plan_index[self._progress_text(start)]:self._plan_index[end_text]]
         else:  # a batch logged by another process, read again
             chunks = between(pending, None, progress_of(end))
-        return [self.source.snapshot_unit(point, chunk) for chunk in chunks]
+        units = [self.source.snapshot_unit(point, chunk) for chunk in chunks]
+        if not self.config.get("notification.enabled.channels"):
+            return units
+        # Debezium's "Initial Snapshot" notifications, placed among the executors' records
+        # (engine/snapshot_notification_units.py): one plan per point this process reads, over
+        # the chunks from where it starts (STARTED once, whatever the batches)
+        from headwater.engine.snapshot_notification_units import SnapshotNotificationPlan
+
+        notes: SnapshotNotificationPlan | None = getattr(self, "_notification_plan", None)
+        if notes is None or notes.point is not point:
+            notes = self._notification_plan = SnapshotNotificationPlan(self.connector, point, pending)
+
+        def fallback() -> str:
+            # where streaming starts (a snapshot without rows sends its notifications there)
+            if _phase(end) != PHASE_STREAM:
+                return ""
+            try:
+                return self.source.offset_position(_own(end))
+            except ConnectorError:
+                return ""
+
+        return notes.wrap(chunks, units, _phase(end) == PHASE_STREAM, fallback)
 
     def _ensure_streaming(self, start: Offset) -> UnitStream:
         if self._units is None:

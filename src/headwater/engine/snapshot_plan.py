@@ -102,6 +102,9 @@ class SnapshotChunk:
     blocks: tuple[int, int] | None
     select: str | None         # the table's custom SELECT (a table read with one is one chunk)
     partition: str = ""        # the table's partition; first_table/last_table are the partition's
+    # the table's rows as counted when planning (inside the snapshot; with a custom SELECT the
+    # table's count, not the SELECT's); None: not counted. Notifications report it.
+    table_rows: int | None = None
 
 
 def snapshot_marker(first_in_table: bool, last_in_table: bool, first_table: bool, last_table: bool) -> str:
@@ -237,7 +240,7 @@ def plan_chunks(dialect: ChunkDialect, tables: Sequence[Any], selects: dict[str,
             with_rows[part] = index
     last_of.update(with_rows)
     out: list[SnapshotChunk] = []
-    for index, (captured, _, bounds) in enumerate(plans):
+    for index, (captured, rows, bounds) in enumerate(plans):
         part = partition_of(captured)
         for n, (lower, upper, blocks) in enumerate(bounds):
             out.append(SnapshotChunk(
@@ -245,7 +248,8 @@ def plan_chunks(dialect: ChunkDialect, tables: Sequence[Any], selects: dict[str,
                 table_index=index, chunk_index=n, first_table=index == first_of[part],
                 last_table=index == last_of[part], first_chunk=n == 0, last_chunk=n == len(bounds) - 1,
                 key_columns=tuple(captured.table.primary_key) if blocks is None else (),
-                lower=lower, upper=upper, blocks=blocks, select=selects.get(captured.collection), partition=part))
+                lower=lower, upper=upper, blocks=blocks, select=selects.get(captured.collection), partition=part,
+                table_rows=rows if rows >= 0 else None))
     return out
 
 

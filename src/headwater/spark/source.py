@@ -386,7 +386,8 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
 
 def _all_snapshot(items: list[Any]) -> bool:
-    return all(type(item).__name__ == "SnapshotWork" for item in items)
+    # (a chunk carrying initial-snapshot notifications wraps the connector's unit: engine/snapshot_notification_units)
+    return all(type(getattr(item, "inner", item)).__name__ == "SnapshotWork" for item in items)
 
 
 def _partitions(decoder: WorkDecoder, serializer: SerializerSettings, items: list[Any],

@@ -72,6 +72,11 @@ class PgSnapshotHandle:
     last_commit_lsn: int | None = None
 
 
+# savepoints of the Spark source driver's snapshot transaction (see _release_driver_locks)
+_DRIVER_LOCKS = "headwater_driver_locks"
+_PLANNING_QUERY = "headwater_planning_query"
+
+
 def offset_key(offset: Offset) -> tuple[int, int]:
     """Orders stream offsets: inside a transaction (its commit LSN, messages done); between
     transactions (the restart LSN, or the last non-transactional message's LSN). A commit's end
@@ -96,6 +101,10 @@ class PgCaptureSource(CaptureSource):
         self._registry: Any = None
         self._table_ids: list[Any] = []
         self._snapshot_conn: Any = None
+        # the Spark source's driver: the table locks of its snapshot transaction (planning,
+        # snapshot.locking.mode=shared) are taken inside _DRIVER_LOCKS and given up before
+        # executors read (see _release_driver_locks)
+        self._driver_locks = False
         self._captured: dict[str, CapturedTable] = {}
         self._streaming: StreamingReader | None = None
         self._units: PgUnitStream | None = None
@@ -238,6 +247,9 @@ class PgCaptureSource(CaptureSource):
                 stream_from = created.consistent_point
                 txid, _ = snap.begin_snapshot_transaction(conn, created.snapshot_name)
                 handle = PgSnapshotHandle(created.snapshot_name, stream_from, txid)
+            if self.parallel:
+                with conn.cursor() as cur:
+                    cur.execute(f"SAVEPOINT {_DRIVER_LOCKS}")
             self._lock_tables(conn)
         except psycopg2.Error as exc:
             conn.close()
@@ -245,7 +257,8 @@ class PgCaptureSource(CaptureSource):
         except BaseException:
             conn.close()
             raise
-        self._snapshot_conn = conn
+        self.close_snapshot()  # a point replaced (a restarted driver's): its transaction ends
+        self._snapshot_conn, self._driver_locks = conn, self.parallel
         offset_at = PgOffset(lsn_commit=stream_from, lsn=stream_from, tx_id=handle.txid, snapshot=True)
         return SnapshotPoint(handle, offset_at.to_dict())
 
@@ -311,7 +324,7 @@ class PgCaptureSource(CaptureSource):
         return list(tables.values())
 
     def chunk_dialect(self, point: SnapshotPoint) -> PgChunkDialect:
-        return PgChunkDialect(self._snapshot_conn)
+        return PgChunkDialect(self._snapshot_conn, keep_locks=not self.parallel)
 
     def read_chunk(self, point: SnapshotPoint, chunk: SnapshotChunk, emit: Callable[[Any], None],
                    stop: threading.Event) -> None:
@@ -336,9 +349,29 @@ class PgCaptureSource(CaptureSource):
 
     def snapshot_unit(self, point: SnapshotPoint, chunk: SnapshotChunk) -> SnapshotWork:
         handle: PgSnapshotHandle = point.handle
+        self._release_driver_locks()  # the work goes to executors
         return SnapshotWork(chunk, handle.snapshot_name or "", handle.lsn, handle.txid)
 
+    def _release_driver_locks(self) -> None:
+        """Spark: executors read the snapshot in transactions of their own while the driver's
+        stays open for the snapshot's batches. A lock the driver kept on a table would make a
+        TRUNCATE or ALTER of it wait for the whole snapshot, and every executor reading the table
+        then queues behind that TRUNCATE: a wait across sessions PostgreSQL does not see as a
+        deadlock, and the query hangs. So the driver gives its locks up (rolls back to the
+        savepoint taken before them) once the schemas are read and the chunks planned; the
+        snapshot itself (its exported snapshot) is the top transaction's and stays."""
+        if not self._driver_locks or self._snapshot_conn is None:
+            return
+        try:
+            with self._snapshot_conn.cursor() as cur:
+                cur.execute(f"ROLLBACK TO SAVEPOINT {_DRIVER_LOCKS}")
+                cur.execute(f"RELEASE SAVEPOINT {_DRIVER_LOCKS}")
+        except psycopg2.Error as exc:
+            raise connection_error("snapshot failed", exc) from None
+        self._driver_locks = False
+
     def close_snapshot(self, point: SnapshotPoint | None = None) -> None:
+        self._driver_locks = False
         conn, self._snapshot_conn = self._snapshot_conn, None
         if conn is not None:
             try:
@@ -598,16 +631,27 @@ def _ident(captured: Any) -> sql.Composable:
 
 
 class PgChunkDialect:
-    """The planning queries in PostgreSQL's SQL, on a connection inside the snapshot."""
+    """The planning queries in PostgreSQL's SQL, on a connection inside the snapshot.
+    `keep_locks` False (the Spark source's driver, see PgCaptureSource._release_driver_locks):
+    each query runs in a savepoint rolled back to once its rows are fetched, which gives up the
+    table lock it took."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, *, keep_locks: bool = True) -> None:
         self.conn = conn
+        self.keep_locks = keep_locks
 
     def _run(self, query: sql.Composable) -> list[tuple[Any, ...]]:
         try:
             with self.conn.cursor() as cur:
+                if self.keep_locks:
+                    cur.execute(query)
+                    return cur.fetchall()
+                cur.execute(f"SAVEPOINT {_PLANNING_QUERY}")
                 cur.execute(query)
-                return cur.fetchall()
+                rows = cur.fetchall()
+                cur.execute(f"ROLLBACK TO SAVEPOINT {_PLANNING_QUERY}")
+                cur.execute(f"RELEASE SAVEPOINT {_PLANNING_QUERY}")
+                return rows
         except psycopg2.Error as exc:
             raise connection_error("planning the snapshot failed", exc) from None
 
