@@ -429,8 +429,9 @@ def test_driver_killed_at_random_loses_nothing(spark, kafka, pg_db, tmp_path: Pa
         driver.start(streaming)
         driver.wait_for(lambda: driver.last("offsets") >= 0, "planning the snapshot batch")
         workload.start()  # the slot exists: every change from now on is streamed
-        # batch 0 makes 12 Delta commits (per table: the change log, creating the current-state
-        # table, appending to it) before it writes to Kafka: the kill comes before its end
+        # the snapshot's batches (a chunk each: maxRowsPerBatch 500, snapshotChunkRows 300) make
+        # 12 Delta commits (per table: the change log, creating the current-state table, appending
+        # to it): the kill, after at most 8, comes before the snapshot's end
         note(f"kill 1: {kill_during_batch(driver, rng, 'delta', kafka_bytes)}")
         driver.start(streaming)
         # the snapshot is several batches (maxRowsPerBatch); the run resumes it at a new point, so
