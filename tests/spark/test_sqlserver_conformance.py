@@ -1,7 +1,9 @@
 """Every recorded SQL Server scenario through the Spark source (`spark.readStream.format("headwater")`): the
 snapshot read by executors chunk by chunk, the change tables' windows read and merged by executors, equal to
 the events Debezium 3.6 emitted (tests/conformance/sqlserver/<name>/events.jsonl) under the strict comparison
-of helpers/sqlserver_conformance.py — the same harness as `headwater run`'s, with a Spark capture plugged in."""
+of helpers/sqlserver_conformance.py — the same harness as `headwater run`'s, with a Spark capture plugged in.
+The signal scenarios (incremental, blocking and stopped snapshots) run here too: each takes one database, as
+the Spark source with signals requires."""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ pytestmark = pytest.mark.postgres  # the emulator is backed by PostgreSQL
 
 # Spark lower-cases option names; properties with a case-sensitive part go into `properties`
 _KEEP_CASE = ("column.mask.hash.", "snapshot.select.statement.overrides.")
+# the commit LSN of an executor-read snapshot row's position (headwater.connectors.sqlserver.units)
+_SNAPSHOT_COMMIT = "0" * 20
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +98,11 @@ class SparkSourceCapture:
         return str(query.exception()) if query is not None and query.exception() is not None else "(running)"
 
     def _snapshot_positions(self) -> list[str]:
-        """Positions of snapshot rows: database (4), commit 0 (20), table (8), chunk (12), row (8), 00."""
-        return [r.position for r in self.capture.rows() if r.op == "r"]
+        """Positions of the executors' snapshot rows: database (4), commit 0 (20), table (8), chunk (12), row
+        (8), 00. Reads of a snapshot a signal asked for (incremental or blocking) are not among them: the driver
+        builds them and positions them after the signal's change (a non-zero commit LSN), in the signal's chunks
+        (incremental.snapshot.chunk.size), not in chunks of snapshotChunkRows."""
+        return [r.position for r in self.capture.rows() if r.op == "r" and r.position[4:24] == _SNAPSHOT_COMMIT]
 
     def snapshot_rows_per_table(self) -> dict[str, int]:
         return dict(Counter(p[:32] for p in self._snapshot_positions()))
@@ -114,13 +121,7 @@ class SparkSourceCapture:
         return all(p == sorted(p) for p in by_db.values())
 
 
-def _without_signals(names: list[str]) -> list[str]:
-    """The signal scenarios run through the standalone runner (tests/connectors/sqlserver/
-    test_scenarios_signals.py) and through Spark in tests/spark/test_signals_spark*.py."""
-    return [n for n in names if "signal.data.collection" not in (SCENARIOS / n / "props.txt").read_text()]
-
-
-@pytest.mark.parametrize("name", _without_signals(scenario_names()))
+@pytest.mark.parametrize("name", scenario_names())
 def test_scenario_through_spark_source(name: str, spark: Any, sqlserver: SqlServerEmulator, tmp_path: Path,
                                        dropped_after: list[str]) -> None:
     dropped_after.append(name)

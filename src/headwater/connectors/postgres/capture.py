@@ -17,6 +17,7 @@ import logging
 import queue
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -440,6 +441,15 @@ class PgCaptureSource(CaptureSource):
             except psycopg2.Error:
                 pass
             self._repl = None
+        # the closed connection's walsender lets the slot go a moment later: starting again before
+        # that fails with "slot is active"; wait for it quietly, then as slot.max.retries says
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            state = read_slot(self._conn, self.connector.slot_name)
+            if state is None or not state.active:
+                return
+            time.sleep(0.05)
+        self.connector.wait_for_slot(self._conn)
 
     # -- incremental and blocking snapshots (headwater.engine.signals) -----------------------
 

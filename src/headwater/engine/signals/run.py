@@ -60,6 +60,8 @@ def stream_with_signals(connector: SourceConnector, source: CaptureSource, start
 
     watcher = threading.Thread(target=watch, name="headwater-stream-stop", daemon=True)
     watcher.start()
+    if stage.last_offset is None:
+        stage.last_offset = start  # where signals from other channels are said to arrive until a change streams
     stage.start()
     try:
         while True:

@@ -214,7 +214,7 @@ class SignalingStream:
             elif kind == actions.RESUME_SNAPSHOT:
                 self._incremental(signal).resume(at)
             elif kind == actions.LOG:
-                log.info(actions.log_message(signal).replace("{}", str(offset), 1))
+                log.info(actions.log_message(signal).replace("{}", "<none>" if offset is None else str(offset), 1))
             elif kind == actions.SCHEMA_CHANGES:
                 raise SignalError(f"{signal}: schema-changes signals are not supported by Headwater's connectors")
             else:
