@@ -121,7 +121,14 @@ class SparkSourceCapture:
         return all(p == sorted(p) for p in by_db.values())
 
 
-@pytest.mark.parametrize("name", scenario_names())
+# incremental_snapshot_conditions stalled once in 13 Spark runs after its first window closed (the next
+# window-open row never came back through the emulator's capture job); Debezium's own connector stalled the
+# same way once in 8 recordings through the emulator (issue 22): the emulator's capture job,
+# not the source. It runs through `headwater run` in tests/connectors/sqlserver/test_scenarios_signals.py.
+_EMULATOR_STALLS = {"incremental_snapshot_conditions"}
+
+
+@pytest.mark.parametrize("name", [n for n in scenario_names() if n not in _EMULATOR_STALLS])
 def test_scenario_through_spark_source(name: str, spark: Any, sqlserver: SqlServerEmulator, tmp_path: Path,
                                        dropped_after: list[str]) -> None:
     dropped_after.append(name)
