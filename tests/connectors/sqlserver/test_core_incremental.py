@@ -37,6 +37,10 @@ def setup_tables(sqlserver: SqlServerEmulator, db: str, rows: int = 40) -> None:
     sqlserver.execute(f"INSERT INTO dbo.items (id, name) VALUES {values}", database=db)
     lines = ", ".join(f"({o}, 'L{c}', '2024-01-02T03:04:05.{o:03d}{c}123')" for o in range(1, 5) for c in range(1, 4))
     sqlserver.execute(f"INSERT INTO dbo.lines (o, code, at) VALUES {lines}", database=db)
+    # the capture job is asynchronous (as on a real server): a connector started before it has read
+    # these inserts would stream them too, which the tests below do not expect
+    wait_for(lambda: sqlserver.execute(f"SELECT COUNT(*) FROM {db}.cdc.dbo_items_CT")[0][0] == rows
+             and sqlserver.execute(f"SELECT COUNT(*) FROM {db}.cdc.dbo_lines_CT")[0][0] == 12, "the capture")
 
 
 def signal_props(sqlserver: SqlServerEmulator, db: str, tmp_path: Path, **extra: str) -> dict[str, str]:
