@@ -51,7 +51,7 @@ class _BlockingConfig:
 
 def run_blocking_snapshot(connector: SourceConnector, source: CaptureSource, incremental: IncrementalSource,
                           request: SnapshotRequest, offset: dict[str, Any], emit: Callable[[list[Any]], None],
-                          stop: threading.Event, notifications: Any = None, signal_table: str | None = None) -> int:
+                          stop: threading.Event, notifications: Any = None) -> int:
     """Read the requested tables at a new point opened at the stream's position `offset`; every
     record carries `offset`. `emit` takes records and `notifications` (the NotificationService,
     or None) hands its records to the same place, in order. Returns the records emitted."""

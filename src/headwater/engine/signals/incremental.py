@@ -125,14 +125,12 @@ class IncrementalSnapshotter:
     on in stream order; `notify` is the NotificationService (or None)."""
 
     def __init__(self, source: IncrementalSource, *, chunk_size: int, strategy: str,
-                 out: Callable[[list[Any]], None], notifications: Any = None,
-                 connector_name: str = "") -> None:
+                 out: Callable[[list[Any]], None], notifications: Any = None) -> None:
         self.source = source
         self.chunk_size = chunk_size
         self.marks = source.window_marks(strategy)
         self.out = out
         self.notifications = notifications
-        self.connector_name = connector_name
         self.ctx = IncrementalContext()
         self.window: dict[bytes, ChunkRow] = {}
         self.columns: list[str] = []
@@ -165,12 +163,11 @@ class IncrementalSnapshotter:
             log.info("data-collections to snapshot expanded from %s to %s", request.collections, ids)
         was_running = self.ctx.running
         known = {c.id for c in self.ctx.collections}
-        conditions = {_pattern_key(k): v for k, v in request.conditions.items()}
         added = []
         for cid in ids:
             if cid in known:
                 continue
-            condition = conditions.get(_pattern_key(cid))
+            condition = request.conditions.get(cid)  # a name as given, else the first pattern matching
             if condition is None:
                 condition = next((v for k, v in request.conditions.items() if _matches(k, cid)), None)
             # Debezium keeps (and stores) a filter in parentheses, so that it ANDs safely
@@ -353,10 +350,6 @@ class IncrementalSnapshotter:
                 self.notifications.incremental_aborted(ctx, stopped, self.with_progress(offset))
             if not ctx.running:
                 ctx.correlation_id = None
-
-
-def _pattern_key(name: str) -> str:
-    return name.strip()
 
 
 def _matches(pattern: str, collection: str) -> bool:

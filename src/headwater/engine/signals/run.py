@@ -76,7 +76,7 @@ def stream_with_signals(connector: SourceConnector, source: CaptureSource, start
             position = stage.with_progress(stage.last_offset or start)
             with stage.lock:
                 run_blocking_snapshot(connector, source, stage.incremental, request, position, stage.emit_direct,
-                                      stop, stage.notifications, stage.signal_collection)
+                                      stop, stage.notifications)
             if stop.is_set():
                 return
             current.clear()

@@ -56,7 +56,7 @@ class SignalingStream:
         if self.incremental is not None:
             self.snapshotter = IncrementalSnapshotter(
                 self.incremental, chunk_size=config.get("incremental.snapshot.chunk.size"), strategy=self.strategy,
-                out=self._out.extend, notifications=notifications, connector_name=connector.connector_name)
+                out=self._out.extend, notifications=notifications)
             self.snapshotter.restore(offset)
         self._resume_pending = self.snapshotter is not None and self.snapshotter.ctx.running
         self._poller: threading.Thread | None = None
