@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -156,6 +156,28 @@ class HeadwaterRun:
 
     def records(self) -> list[dict[str, Any]]:
         return read_records(self.out)
+
+
+def wait_for_run(condition: Callable[[], object], what: str, run: HeadwaterRun, timeout: float = 60) -> None:
+    """Wait until `condition()` holds while `headwater run` keeps running (its log tail in the failure)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        if not run.alive():
+            raise AssertionError(f"headwater run ended while waiting for {what}: {run.log_tail()}")
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}: {run.log_tail()}")
+
+
+def payload(part: Any) -> Any:
+    """A key or value without its schema envelope, whether the converter wrote schemas or not."""
+    return part.get("payload") if isinstance(part, dict) and "schema" in part else part
+
+
+def notifications(records: list[dict[str, Any]], topic: str) -> list[dict[str, Any]]:
+    """The notification sink's records on `topic`, as payloads."""
+    return [payload(r["value"]) for r in records if r["topic"] == topic]
 
 
 def wait_slot_active(db: Any, slot: str, capture: Capture | None = None, timeout: float = 60) -> None:

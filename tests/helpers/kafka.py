@@ -265,3 +265,12 @@ class ThrowawayKafka:
             "logger.state.level = WARN",
             "",
         ])
+
+
+def running_broker(partitions: int) -> Iterator[ThrowawayKafka]:
+    """A started broker for a fixture to yield from; stopped when the fixture ends."""
+    broker = ThrowawayKafka(partitions=partitions).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()

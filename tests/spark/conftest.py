@@ -31,10 +31,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def kafka() -> Iterator[Any]:
     """One throwaway Apache Kafka broker (KRaft, 127.0.0.1, free ports) for the session. Topics get
     3 partitions on first use, so that "in order per key" is tested across partitions."""
-    from helpers.kafka import ThrowawayKafka
+    from helpers.kafka import running_broker
 
-    broker = ThrowawayKafka(partitions=3).start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
+    yield from running_broker(partitions=3)

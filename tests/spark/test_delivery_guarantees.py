@@ -25,14 +25,11 @@ then, or none; its changes must all be there, as for every other key.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import random
-import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -43,12 +40,8 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers.processes import descendants, running
+from helpers.pipeline_driver import PipelineDriver
 from helpers.workload import SPECS, TABLES, Change, Key, Workload
-
-HEADWATER = Path(sys.prefix) / "bin" / "headwater"
-if not HEADWATER.exists():  # pragma: no cover - the tests run from the project's virtualenv
-    HEADWATER = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "headwater"
 
 SEED = int(os.environ.get("HEADWATER_DELIVERY_SEED", "0")) or random.randrange(1, 10**6)
 # with the kill inside the snapshot, three kills: each restart costs a JVM start and a replayed
@@ -64,45 +57,9 @@ RESTART_LOGGED = "restarting it from the checkpoint"  # Pipeline.run(), after a 
 # -- the driver as a subprocess --------------------------------------------------------------------
 
 
-class Driver:
-    """`headwater pipeline FILE` in a process group of its own, so that SIGKILL takes the JVM and
-    the Python workers with it (the driver machine dying). Each run logs to run<N>.log."""
-
+class Driver(PipelineDriver):
     def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.checkpoint = workdir / "checkpoint"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.runs = 0
-        self.kills: list[str] = []  # what each kill interrupted
-
-    def start(self, pipeline: Path) -> None:
-        self.runs += 1
-        with open(self.workdir / f"run{self.runs}.log", "wb") as log:
-            self.proc = subprocess.Popen([str(HEADWATER), "pipeline", str(pipeline)], cwd=self.workdir,
-                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-
-    def logs(self, runs: int = 3) -> str:
-        parts = []
-        for i in range(max(1, self.runs - runs + 1), self.runs + 1):
-            text = (self.workdir / f"run{i}.log").read_text(errors="replace")
-            parts.append(f"--- run {i} output (last 4000 chars) ---\n{text[-4000:]}")
-        return "\n".join(parts)
-
-    def assert_alive(self) -> None:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise AssertionError(f"run {self.runs} exited with {self.proc.returncode} (seed {SEED})\n{self.logs()}")
-
-    def batches(self, kind: str) -> list[int]:
-        directory = self.checkpoint / kind
-        if not directory.is_dir():
-            return []
-        return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
-
-    def last(self, kind: str) -> int:
-        ids = self.batches(kind)
-        return ids[-1] if ids else -1
+        super().__init__(workdir, context=f"seed {SEED}")
 
     def snapshot_complete(self) -> bool:
         """Whether a committed batch ended the snapshot: its offset (Spark's offset log: its last
@@ -118,46 +75,16 @@ class Driver:
         return sum(1 for _ in (self.workdir / "lake").glob("*/_delta_log/*.json"))
 
     def wait_for(self, condition: Any, what: str, timeout: float = 600, poll: float = 0.05) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            self.assert_alive()
-            time.sleep(poll)
-        raise AssertionError(f"run {self.runs}: {what} did not happen within {timeout:.0f} s (seed {SEED})\n"
-                             f"{self.logs()}")
+        super().wait_for(condition, what, timeout, poll)
 
     def kill(self) -> str:
-        """SIGKILL the whole process group; returns what was in progress (for the report)."""
-        assert self.proc is not None
         self.assert_alive()
-        planned, committed = self.last("offsets"), self.last("commits")
-        # PySpark's worker daemons put themselves in process groups of their own: kill them too
-        victims = [self.proc.pid, *descendants(self.proc.pid)]
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        for pid in victims:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        self.proc.wait(30)
-        deadline = time.monotonic() + 30
-        while any(running(pid) for pid in victims):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"processes {[p for p in victims if running(p)]} survived SIGKILL")
-            time.sleep(0.05)
-        state = (f"run {self.runs}: batch {planned} running" if planned > committed
-                 else f"run {self.runs}: between batches (last committed {committed})")
-        self.kills.append(state)
-        return state
+        return super().kill()
 
     def query_restarts(self) -> int:
         """The queries the runs restarted themselves after a transient failure (each replays its batch)."""
         return sum((self.workdir / f"run{i}.log").read_text(errors="replace").count(RESTART_LOGGED)
                    for i in range(1, self.runs + 1))
-
-    def cleanup(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
 
 
 def kill_during_batch(driver: Driver, rng: random.Random, phase: str, kafka_bytes: Callable[[], int]) -> str:

@@ -13,13 +13,8 @@ test_delivery_guarantees.py.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
-import sys
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -28,73 +23,11 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers.processes import descendants, running
-
-HEADWATER = Path(sys.prefix) / "bin" / "headwater"
-if not HEADWATER.exists():  # pragma: no cover - the tests run from the project's virtualenv
-    HEADWATER = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "headwater"
+from helpers.pipeline_driver import PipelineDriver as Driver
 
 ROWS = 600
 CHUNK_ROWS = 100       # snapshotChunkRows
 BATCH_ROWS = 200       # maxRowsPerBatch: two chunks a batch, three snapshot batches
-
-
-class Driver:
-    """`headwater pipeline FILE` in a process group of its own, so that SIGKILL takes the JVM and
-    the Python workers with it (the driver machine dying). Each run logs to run<N>.log."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.checkpoint = workdir / "checkpoint"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.runs = 0
-
-    def start(self, pipeline: Path) -> None:
-        self.runs += 1
-        with open(self.workdir / f"run{self.runs}.log", "wb") as out:
-            self.proc = subprocess.Popen([str(HEADWATER), "pipeline", str(pipeline)], cwd=self.workdir,
-                                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-
-    def logs(self) -> str:
-        return "\n".join(f"--- run {i} (last 4000 chars) ---\n"
-                         + (self.workdir / f"run{i}.log").read_text(errors="replace")[-4000:]
-                         for i in range(1, self.runs + 1))
-
-    def last(self, kind: str) -> int:
-        directory = self.checkpoint / kind
-        ids = [int(p.name) for p in directory.iterdir() if p.name.isdigit()] if directory.is_dir() else []
-        return max(ids, default=-1)
-
-    def wait_for(self, condition: Any, what: str, timeout: float = 300, poll: float = 0.05) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise AssertionError(f"run {self.runs} exited with {self.proc.returncode}\n{self.logs()}")
-            time.sleep(poll)
-        raise AssertionError(f"run {self.runs}: {what} did not happen within {timeout:.0f} s\n{self.logs()}")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        # PySpark's worker daemons put themselves in process groups of their own: kill them too
-        victims = [self.proc.pid, *descendants(self.proc.pid)]
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        for pid in victims:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        self.proc.wait(30)
-        deadline = time.monotonic() + 30
-        while any(running(pid) for pid in victims):
-            assert time.monotonic() < deadline, f"processes {[p for p in victims if running(p)]} survived SIGKILL"
-            time.sleep(0.05)
-
-    def cleanup(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
 
 
 def _pipeline(workdir: Path, name: str, pg_db: Any, prefix: str, slot: str, trigger: dict[str, Any]) -> Path:

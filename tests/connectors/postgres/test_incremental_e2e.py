@@ -27,7 +27,10 @@ from helpers.capture import (
     base_properties,
     drop_sentinels,
     emit_sentinel_and_wait,
+    notifications,
+    payload,
     read_records,
+    wait_for_run,
     wait_slot_active,
 )
 
@@ -54,28 +57,15 @@ def _props(db: Any, workdir: Path, **extra: str) -> dict[str, str]:
     })
 
 
-def _payload(part: Any) -> Any:
-    return part.get("payload") if isinstance(part, dict) and "schema" in part else part
 
 
-def _notifications(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [_payload(r["value"]) for r in records if r["topic"] == NOTIFICATIONS]
 
 
 def _completed(out: Path) -> bool:
     return any(n["aggregate_type"] == "Incremental Snapshot" and n["type"] == "COMPLETED"
-               for n in _notifications(read_records(out)))
+               for n in notifications(read_records(out), NOTIFICATIONS))
 
 
-def _wait(condition: Any, what: str, capture: HeadwaterRun, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        if not capture.alive():
-            raise AssertionError(f"headwater run ended while waiting for {what}: {capture.log_tail()}")
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}: {capture.log_tail()}")
 
 
 def _replay(records: list[dict[str, Any]], topic: str = TOPIC) -> dict[int, dict[str, Any]]:
@@ -84,7 +74,7 @@ def _replay(records: list[dict[str, Any]], topic: str = TOPIC) -> dict[int, dict
     for r in records:
         if r["topic"] != topic or r["value"] is None:
             continue
-        p = _payload(r["value"])
+        p = payload(r["value"])
         if p["op"] == "d":
             state.pop(p["before"]["id"], None)
         else:
@@ -97,9 +87,9 @@ def _table(db: Any) -> dict[int, dict[str, Any]]:
 
 
 def _reads(records: list[dict[str, Any]]) -> list[int]:
-    return [_payload(r["value"])["after"]["id"] for r in records
+    return [payload(r["value"])["after"]["id"] for r in records
             if r["topic"] == TOPIC and r["value"] is not None
-            and _payload(r["value"])["source"]["snapshot"] == "incremental"]
+            and payload(r["value"])["source"]["snapshot"] == "incremental"]
 
 
 def _execute(db: Any, sig_id: str, data: dict[str, Any]) -> None:
@@ -111,7 +101,7 @@ def _windows(records: list[dict[str, Any]]) -> list[list[int]]:
     out when its close watermark comes back, before that `-close` row is itself passed on."""
     windows: list[list[int]] = [[]]
     for r in records:
-        value = _payload(r["value"]) if r["value"] is not None else None
+        value = payload(r["value"]) if r["value"] is not None else None
         if r["topic"] == "dbserver1.public.debezium_signal" and value and value["op"] == "c" \
                 and value["after"]["type"] == "snapshot-window-close":
             windows.append([])
@@ -168,7 +158,7 @@ def test_incremental_snapshot_under_concurrent_writes_replays_to_the_table(pg_db
         writer.start()
         time.sleep(0.3)
         _execute(pg_db, "sig-concurrent", {"data-collections": ["public.t"], "type": "incremental"})
-        _wait(lambda: _completed(run.out), "the incremental snapshot to complete", run)
+        wait_for_run(lambda: _completed(run.out), "the incremental snapshot to complete", run)
         writer.stop.set()
         writer.join(10)
         assert writer.error is None, writer.error
@@ -189,7 +179,8 @@ def test_incremental_snapshot_under_concurrent_writes_replays_to_the_table(pg_db
     # a row nobody touched is read exactly once (the snapshot is the only event that carries it)
     untouched = set(range(1, rows + 1)) - writer.touched
     assert untouched and untouched <= set(reads)
-    maxima = {n["additional_data"]["maximum_key"] for n in _notifications(records) if n["type"] == "IN_PROGRESS"}
+    maxima = {n["additional_data"]["maximum_key"] for n in notifications(records, NOTIFICATIONS)
+              if n["type"] == "IN_PROGRESS"}
     assert len(maxima) == 1, maxima
     assert max(reads) <= int(maxima.pop()), "a row inserted beyond the maximum key was read"
 
@@ -220,7 +211,7 @@ def test_sigkill_during_an_incremental_snapshot_resumes_at_the_chunk(pg_db, tmp_
             key = decode_key(stored, "incremental_snapshot_primary_key") if stored else None
             return key is not None and int(key[0]) >= 4 * chunk
 
-        _wait(mid_snapshot, "the stored offset to pass 4 chunks", run)
+        wait_for_run(mid_snapshot, "the stored offset to pass 4 chunks", run)
         writes = threading.Thread(target=lambda: [
             pg_db.execute("UPDATE t SET v = -v WHERE id = %s", (i,)) for i in range(1, rows, 997)])
         writes.start()
@@ -239,7 +230,7 @@ def test_sigkill_during_an_incremental_snapshot_resumes_at_the_chunk(pg_db, tmp_
 
     run2 = HeadwaterRun(props, second / "out.jsonl").start()
     try:
-        _wait(lambda: _completed(run2.out), "the resumed snapshot to complete", run2, timeout=90)
+        wait_for_run(lambda: _completed(run2.out), "the resumed snapshot to complete", run2, timeout=90)
         pg_db.execute("INSERT INTO t VALUES (%s, 1, 'after the restart')", (rows + 1,))
         emit_sentinel_and_wait(pg_db, run2)
     finally:
@@ -277,14 +268,15 @@ def test_blocking_snapshot_with_a_select_filter_then_streaming(pg_db, tmp_path):
         for i in range(41, 45):
             pg_db.execute("INSERT INTO t VALUES (%s, %s, 'during')", (i, i))
         pg_db.execute("UPDATE t SET note = 'during' WHERE id = 3")
-        _wait(lambda: any(n["aggregate_type"] == "Initial Snapshot" and n["type"] == "COMPLETED"
-                          for n in _notifications(read_records(run.out))), "the blocking snapshot", run)
+        wait_for_run(lambda: any(n["aggregate_type"] == "Initial Snapshot" and n["type"] == "COMPLETED"
+                                 for n in notifications(read_records(run.out), NOTIFICATIONS)),
+                     "the blocking snapshot", run)
         pg_db.execute("UPDATE t SET v = 0 WHERE id = 2")
         emit_sentinel_and_wait(pg_db, run)
     finally:
         run.stop()
     records = drop_sentinels(run.records())
-    values = [(r["topic"], _payload(r["value"])) for r in records if r["value"] is not None
+    values = [(r["topic"], payload(r["value"])) for r in records if r["value"] is not None
               and r["topic"] != NOTIFICATIONS]
     snapshot = [(t, v["after"]["id"], v["source"]["snapshot"]) for t, v in values if v["op"] == "r"]
     # tables in name order (Debezium sorts them); the filter's rows in its own order (v DESC);
@@ -295,7 +287,7 @@ def test_blocking_snapshot_with_a_select_filter_then_streaming(pg_db, tmp_path):
     assert [m for _, _, m in snapshot] == ["first", "true", "last_in_data_collection", "first_in_data_collection",
                                            *["true"] * (len(expected_t) - 2), "last"]
     scans = {n["additional_data"]["scanned_collection"]: n["additional_data"]["total_rows_scanned"]
-             for n in _notifications(records) if n["type"] == "TABLE_SCAN_COMPLETED"}
+             for n in notifications(records, NOTIFICATIONS) if n["type"] == "TABLE_SCAN_COMPLETED"}
     assert scans == {"public.other": "3", "public.t": str(len(expected_t))}
     signal_at = next(i for i, (t, v) in enumerate(values) if t.endswith("debezium_signal") and
                      v["after"]["id"] == "sig-block")
@@ -321,17 +313,18 @@ def test_headwater_signal_through_the_file_channel_reaches_a_running_capture(pg_
              "--id", "sig-file-1", "--data", '{"data-collections": ["public.t"], "type": "incremental"}'],
             capture_output=True, text=True, timeout=60)
         assert sent.returncode == 0, sent.stderr
-        _wait(lambda: _completed(run.out), "the snapshot the file signal asked for", run)
+        wait_for_run(lambda: _completed(run.out), "the snapshot the file signal asked for", run)
         assert signals.read_text() == "", "the channel did not take the signal from the file"
         emit_sentinel_and_wait(pg_db, run)
     finally:
         run.stop()
     records = drop_sentinels(run.records())
     assert sorted(_reads(records)) == list(range(1, 301))
-    ids = {(n["id"], n["type"]) for n in _notifications(records) if n["aggregate_type"] == "Incremental Snapshot"}
+    ids = {(n["id"], n["type"]) for n in notifications(records, NOTIFICATIONS)
+           if n["aggregate_type"] == "Incremental Snapshot"}
     assert {("sig-file-1", "STARTED"), ("sig-file-1", "COMPLETED")} <= ids
     # a file signal is not a signal-table row: only the watermark rows appear on the signal topic
-    signal_rows = [_payload(r["value"])["after"]["type"] for r in records
+    signal_rows = [payload(r["value"])["after"]["type"] for r in records
                    if r["topic"] == "dbserver1.public.debezium_signal" and r["value"] is not None]
     assert signal_rows and set(signal_rows) <= {"snapshot-window-open", "snapshot-window-close"}
 
@@ -345,7 +338,7 @@ def test_insert_delete_watermarks_leave_no_rows_behind(pg_db, tmp_path, strategy
     try:
         wait_slot_active(pg_db, props["slot.name"], run)
         _execute(pg_db, "sig-id", {"data-collections": ["public.t"], "type": "incremental"})
-        _wait(lambda: _completed(run.out), "the snapshot", run)
+        wait_for_run(lambda: _completed(run.out), "the snapshot", run)
         emit_sentinel_and_wait(pg_db, run)
     finally:
         run.stop()
@@ -376,12 +369,12 @@ def test_a_table_added_to_the_include_list_later_is_snapshotted_on_demand(pg_db,
     try:
         wait_slot_active(pg_db, props["slot.name"], second)
         _execute(pg_db, "add-later", {"data-collections": ["public.later"]})
-        _wait(lambda: _completed(second.out), "the snapshot of the added table", second)
+        wait_for_run(lambda: _completed(second.out), "the snapshot of the added table", second)
         pg_db.execute("UPDATE later SET v = -1 WHERE id = 7")
         emit_sentinel_and_wait(pg_db, second)
     finally:
         second.stop()
-    later = [_payload(r["value"]) for r in drop_sentinels(second.records())
+    later = [payload(r["value"]) for r in drop_sentinels(second.records())
              if r["topic"] == "dbserver1.public.later" and r["value"] is not None]
     assert sorted(v["after"]["id"] for v in later if v["op"] == "r") == list(range(1, 302))
     assert {v["source"]["snapshot"] for v in later if v["op"] == "r"} == {"incremental"}

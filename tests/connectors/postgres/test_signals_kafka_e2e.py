@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,10 @@ from helpers.capture import (
     base_properties,
     drop_sentinels,
     emit_sentinel_and_wait,
+    notifications,
+    payload,
     read_records,
+    wait_for_run,
     wait_slot_active,
 )
 
@@ -34,32 +37,15 @@ ROWS = 300
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[Any]:
     """A broker of this module's own: topics created on first use get one partition, as a signal topic must."""
-    from helpers.kafka import ThrowawayKafka
+    from helpers.kafka import running_broker
 
-    broker = ThrowawayKafka(partitions=1).start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
+    yield from running_broker(partitions=1)
 
 
-def _payload(part: Any) -> Any:
-    return part.get("payload") if isinstance(part, dict) and "schema" in part else part
 
 
-def _notifications(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [_payload(r["value"]) for r in records if r["topic"] == NOTIFICATIONS]
 
 
-def _wait(condition: Callable[[], bool], what: str, run: HeadwaterRun, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        if not run.alive():
-            raise AssertionError(f"headwater run ended while waiting for {what}: {run.log_tail()}")
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}: {run.log_tail()}")
 
 
 def _send(run: HeadwaterRun, *args: str) -> str:
@@ -93,29 +79,31 @@ def test_headwater_signal_through_kafka_reaches_a_running_capture(pg_db, kafka, 
     marker = f"kafka log signal {uuid.uuid4().hex}"
     try:
         wait_slot_active(pg_db, props["slot.name"], run)
-        _wait(lambda: f"topic '{signal_topic}'" in run.log_tail(100_000), "the kafka signal channel to start", run)
+        wait_for_run(lambda: f"topic '{signal_topic}'" in run.log_tail(100_000), "the kafka signal channel to start",
+                     run)
         out = _send(run, "--type", "execute-snapshot", "--id", "sig-kafka-1",
                     "--data", '{"data-collections": ["public.t"], "type": "incremental"}')
         assert "'sig-kafka-1'" in out and f"topic '{signal_topic}'" in out, out
         # Debezium's log action puts the signal's offset in place of the first `{}`
         _send(run, "--type", "log", "--data", f'{{"message": "{marker} at {{}}"}}')
-        _wait(lambda: any(n["aggregate_type"] == "Incremental Snapshot" and n["type"] == "COMPLETED"
-                          for n in _notifications(read_records(run.out))), "the snapshot the kafka signal asked for",
-              run)
+        wait_for_run(lambda: any(n["aggregate_type"] == "Incremental Snapshot" and n["type"] == "COMPLETED"
+                                 for n in notifications(read_records(run.out), NOTIFICATIONS)),
+                     "the snapshot the kafka signal asked for", run)
         # the log action's own line: the message alone, its `{}` filled in
         logged = re.compile(rf"^\S+ \S+ INFO [\w.]+: {re.escape(marker)} at (?!\{{\}})\S", re.MULTILINE)
-        _wait(lambda: logged.search(run.log_tail(100_000)) is not None, "the log signal in the run's log", run)
+        wait_for_run(lambda: logged.search(run.log_tail(100_000)) is not None, "the log signal in the run's log", run)
         emit_sentinel_and_wait(pg_db, run)
     finally:
         run.stop()
     records = drop_sentinels(run.records())
-    values = [_payload(r["value"]) for r in records if r["topic"] == TOPIC and r["value"] is not None]
+    values = [payload(r["value"]) for r in records if r["topic"] == TOPIC and r["value"] is not None]
     reads = [v["after"]["id"] for v in values if v["source"]["snapshot"] == "incremental"]
     assert sorted(reads) == list(range(1, ROWS + 1))
-    ids = {(n["id"], n["type"]) for n in _notifications(records) if n["aggregate_type"] == "Incremental Snapshot"}
+    ids = {(n["id"], n["type"]) for n in notifications(records, NOTIFICATIONS)
+           if n["aggregate_type"] == "Incremental Snapshot"}
     assert {("sig-kafka-1", "STARTED"), ("sig-kafka-1", "COMPLETED")} <= ids
     # a kafka signal is not a signal-table row: only the watermark rows appear on the signal topic
-    signal_rows = [_payload(r["value"])["after"]["type"] for r in records
+    signal_rows = [payload(r["value"])["after"]["type"] for r in records
                    if r["topic"] == "dbserver1.public.debezium_signal" and r["value"] is not None]
     assert signal_rows and set(signal_rows) <= {"snapshot-window-open", "snapshot-window-close"}
     assert pg_db.execute("SELECT count(*) FROM debezium_signal WHERE type IN ('execute-snapshot', 'log')") == [(0,)]

@@ -23,13 +23,9 @@ from headwater.engine.signals.signal import Signal
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[Any]:
     """A broker of this module's own: topics created on first use get one partition, as a signal topic must."""
-    from helpers.kafka import ThrowawayKafka
+    from helpers.kafka import running_broker
 
-    broker = ThrowawayKafka(partitions=1).start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
+    yield from running_broker(partitions=1)
 
 
 def props(kafka: Any, prefix: str, **extra: str) -> dict[str, str]:
