@@ -10,6 +10,8 @@ SparkSession for the whole run:
    a fresh checkpoint and a fresh Delta directory, timed from ``query.start()`` until
    ``awaitTermination()`` returned (SparkSession start-up excluded, everything else included);
    the Delta current-state table must then hold ``--rows`` rows with PostgreSQL's ``sum(amount)``.
+   The pipeline is the default one, current-state tables *and* change logs (``--no-changelog``:
+   current state only); the change log must then hold ``--rows`` snapshot reads.
 2. streaming — per workload (``big``: one ``UPDATE`` of every row; ``small``: pgbench transactions
    of 10 rows), the raw pgoutput receive rate of a minimal psycopg2 counting client on a copy of a
    slot made before the workload (``bench/standalone_stream.py``'s ceiling) against a timed
@@ -17,7 +19,8 @@ SparkSession for the whole run:
    pipeline's slot, checkpoint and Delta table all exist before the workload (they are the
    snapshot run's); every repeat runs on copies of them (``pg_copy_logical_replication_slot`` and
    directory copies, made before the clock starts). Verified: input rows = changed rows, and the
-   Delta table's row count and ``sum(amount)`` equal PostgreSQL's.
+   Delta table's row count and ``sum(amount)`` equal PostgreSQL's; the change log holds one more
+   update per changed row, and its newest image per key has PostgreSQL's rows and ``sum(amount)``.
 
 Each ceiling is measured before the first Spark run of its phase and again after every one (the
 COPY twice each time), and its median is the reference: the machine's speed drifts too much within
@@ -47,7 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from headwater.embedded.postgres import drop_replication_slot
-from standalone_stream import SETTINGS, Bench, Segment, log
+from standalone_stream import RECEIVERS, SETTINGS, Bench, Run, Segment, log
 
 TARGET_SNAPSHOT = 0.25  # Spark snapshot rows/s ÷ COPY rows/s
 TARGET_STREAM = 0.30  # Spark streaming rows/s ÷ pgoutput receive rows/s
@@ -66,6 +69,7 @@ class SparkRun:
     batches: int
     delta_rows: int | None = None
     sum_ok: bool | None = None
+    changelog_ops: dict[str, int] | None = None  # rows per op in the change log after the run
     sink_timings: dict[str, float] = field(default_factory=dict)  # DeltaSink.timings: summary, current.*
     batch_durations: list[dict[str, Any]] = field(default_factory=list)  # per batch durationMs from progress
     error: str | None = None
@@ -121,6 +125,7 @@ class SparkBench(Bench):
         super().__init__(args)
         self.spark: Any = None
         self.base: tuple[str, Path, Path] | None = None  # the pipeline's slot, checkpoint, Delta dir
+        self.base_updates = 0  # the updates the base's change log holds (the workloads' changed rows)
         self.runs = 0
 
     # -- Spark ------------------------------------------------------------------------------
@@ -203,7 +208,7 @@ class SparkBench(Bench):
         }
 
     def spark_run(self, name: str, rows: int, slot: str, checkpoint: Path, delta: Path,
-                  props: dict[str, str] | None = None, verify: bool = True) -> SparkRun:
+                  props: dict[str, str] | None = None, verify: bool = True, updates: int = 0) -> SparkRun:
         from headwater.spark.pipeline import Pipeline, PipelineSpec, SinkSpec
 
         sink = {"path": str(delta), "changelog": "true" if self.args.changelog else "false"}
@@ -228,15 +233,19 @@ class SparkBench(Bench):
                        batch_durations=[{"batch": p.get("batchId"), "rows": p.get("numInputRows"),
                                          **p.get("durationMs", {})} for p in progress], error=error)
         if error is None and verify:
-            self.verify(run, delta)
+            self.verify(run, delta, updates)
         return run
 
-    def verify(self, run: SparkRun, delta: Path) -> None:
+    def verify(self, run: SparkRun, delta: Path, updates: int) -> None:
+        """The current-state table against PostgreSQL; with change logs, the change log holds the
+        snapshot's reads and `updates` updates, and its newest image per key is PostgreSQL's table."""
+        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         from headwater.spark.sinks.delta import DeltaSink
 
-        path = DeltaSink(self.spark, str(delta)).table_path(TOPIC)
+        sink = DeltaSink(self.spark, str(delta))
+        path = sink.table_path(TOPIC)
         row = self.spark.read.format("delta").load(path).agg(F.count(F.lit(1)).alias("n"),
                                                               F.sum("amount").alias("s")).first()
         run.delta_rows = int(row["n"])
@@ -252,6 +261,19 @@ class SparkBench(Bench):
         schema_records = 0 <= run.input_rows - run.rows <= max(100, run.rows // 100)
         if run.input_rows != run.rows and "typed" not in run.sink_timings and not schema_records:
             problems.append(f"the query read {run.input_rows:,} rows, expected {run.rows:,}")
+        if self.args.changelog:
+            log_table = self.spark.read.format("delta").load(sink.changelog_path(TOPIC))
+            run.changelog_ops = {r["op"]: int(r["n"]) for r in log_table.groupBy("op").agg(F.count(F.lit(1)).alias("n"))
+                                 .collect()}
+            if run.changelog_ops != {"r": self.args.rows, **({"u": updates} if updates else {})}:
+                problems.append(f"change log holds {run.changelog_ops} rows per op, expected {self.args.rows:,} "
+                                f"snapshot reads and {updates:,} updates")
+            newest = Window.partitionBy(F.col("key.id")).orderBy(F.col("position").desc())
+            last = (log_table.withColumn("n", F.row_number().over(newest)).filter("n = 1 AND op <> 'd'")
+                    .agg(F.count(F.lit(1)).alias("n"), F.sum("after.amount").alias("s")).first())
+            if int(last["n"]) != self.args.rows or Decimal(last["s"] or 0) != Decimal(pg_sum):
+                problems.append(f"the change log's newest images: {last['n']:,} rows, sum(amount) {last['s']}; "
+                                f"PostgreSQL's: {self.args.rows:,}, {pg_sum}")
         if problems:
             run.error = "; ".join(problems)
 
@@ -297,13 +319,18 @@ class SparkBench(Bench):
         errors: list[str] = []
 
         def measure_ceiling() -> None:  # before the first Spark run and after each (see snapshot())
-            r = self.ceiling(seg)
-            log(f"{seg.name} #{len(ceiling) + len(errors) + 1} receive ceiling: {r.elapsed_s:6.2f} s  "
-                f"{r.rate:>9,.0f} rows/s" + (f"  ERROR {r.error}" if r.error else ""))
-            if r.error:
-                errors.append(r.error)
-            else:
-                ceiling.append(r.elapsed_s)
+            # the fastest of the --receivers this round (standalone_stream.py's receivers)
+            best: float | None = None
+            for name in self.args.receiver_list:
+                r = self.receiver(seg, name)
+                log(f"{seg.name} #{len(ceiling) + len(errors) + 1} receive ceiling ({name}): {r.elapsed_s:6.2f} s  "
+                    f"{r.rate:>9,.0f} rows/s" + (f"  ERROR {r.error}" if r.error else ""))
+                if r.error:
+                    errors.append(f"{name}: {r.error}")
+                elif best is None or r.elapsed_s < best:
+                    best = r.elapsed_s
+            if best is not None:
+                ceiling.append(best)
 
         measure_ceiling()
         assert self.base is not None
@@ -317,7 +344,7 @@ class SparkBench(Bench):
             shutil.copytree(base_ckpt, checkpoint)
             shutil.copytree(base_delta, delta)
             self.sql("CHECKPOINT")
-            r = self.spark_run(seg.name, seg.rows, slot, checkpoint, delta)
+            r = self.spark_run(seg.name, seg.rows, slot, checkpoint, delta, updates=self.base_updates + seg.rows)
             runs.append(r)
             self._log_run(i, r)
             if last is not None:
@@ -327,7 +354,14 @@ class SparkBench(Bench):
         # the next workload continues from this one's end state
         self._drop_base()
         self.base = last
+        self.base_updates += seg.rows
         return Result(seg.name, seg.rows, ceiling, runs, TARGET_STREAM, wal_bytes=seg.wal_bytes, ceiling_errors=errors)
+
+    def receiver(self, seg: Segment, name: str) -> Run:
+        client, proto = name.rsplit("-p", 1)
+        if client == "psycopg2":
+            return self.psycopg2_receiver(seg, int(proto))
+        return self.recvlogical_receiver(seg, int(proto))
 
     # -- helpers -------------------------------------------------------------------------------
     def _dirs(self) -> tuple[Path, Path]:
@@ -402,8 +436,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--stream-task-messages", type=int, default=None, help="source option streamTaskMessages")
     p.add_argument("--snapshot-delivery", choices=("events", "rows"), default=None,
                    help="source option snapshotDelivery (default: the pipeline's choice, rows for Delta sinks)")
-    p.add_argument("--changelog", action="store_true", help="also write the Delta change-log tables "
-                   "(default: current-state tables only)")
+    p.add_argument("--changelog", action=argparse.BooleanOptionalAction, default=True,
+                   help="write the change-log tables too, as the pipeline does by default (default: on; "
+                   "--no-changelog: current-state tables only)")
+    p.add_argument("--receivers", default="psycopg2-p1",
+                   help=f"the streaming ceiling: the fastest of these receivers (comma list of {', '.join(RECEIVERS)}; "
+                   "default psycopg2-p1, the ceiling of this benchmark's earlier figures)")
     p.add_argument("--warmup-rounds", type=int, default=3, help="times the warm-up pipeline runs (default 3)")
     p.add_argument("--warmup-rows", type=int, default=20_000, help="rows of the warm-up pipeline run before "
                    "anything is measured (default 20,000; 0: none, the first snapshot then runs cold)")
@@ -414,6 +452,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.rows = args.rows or (50_000 if args.small else 1_000_000)
     args.transactions = args.transactions or (5_000 if args.small else 100_000)
     args.phase_list = [w.strip() for w in args.phases.split(",") if w.strip()]
+    args.receiver_list = [w.strip() for w in args.receivers.split(",") if w.strip()]
+    if not args.receiver_list or set(args.receiver_list) - set(RECEIVERS):
+        p.error(f"--receivers takes {', '.join(RECEIVERS)}")
     if set(args.phase_list) - {"snapshot", "big", "small"}:
         p.error("--phases takes snapshot, big, small")
     if args.rows < 100 or args.rows % 10:
@@ -459,7 +500,7 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
     doc = {
         "command": " ".join([Path(sys.executable).name, "bench/spark_pipeline.py", *(argv or sys.argv[1:])]),
         "args": {k: v for k, v in vars(args).items() if k not in ("phase_list", "consumer_list", "output_dir",
-                                                                   "headwater", "keep_output")},
+                                                                   "headwater", "keep_output", "receiver_list")},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
                     "loadavg_end": os.getloadavg()},
         "pg_settings": SETTINGS,

@@ -25,6 +25,7 @@ from helpers.spark_jobs import jobs_of_finished_executions
 GOLDEN = Path(__file__).resolve().parents[1] / "conformance" / "golden"
 PLACEHOLDER = "__debezium_unavailable_value"
 META = ("__headwater_position", "__headwater_op", "__headwater_ts_ms")
+SPARK_PATH = {"small.batch.rows": "0"}  # every batch through Spark's writer, not the driver's
 
 
 @pytest.fixture(autouse=True)
@@ -161,7 +162,8 @@ def test_golden_events_current_state_change_log_and_replays(spark, tmp_path):
     batch0, batch1 = feed.frame(spark, first), feed.frame(spark, rest)
     # the batches rewrite the current-state tables (rewrite.fraction 0: any batch with updates or
     # deletes); the replays below MERGE (inf), so both ways of applying a batch see the replays
-    sink = DeltaSink(spark, str(tmp_path / "lake"), options={"rewrite.fraction": "0"})
+    # Spark's path (small batches go through the driver: tests/spark/test_small_batch.py compares the two)
+    sink = DeltaSink(spark, str(tmp_path / "lake"), options={"rewrite.fraction": "0", **SPARK_PATH})
     sink.write(batch0, 0)
     sink.write(batch1, 1)
 
@@ -182,7 +184,7 @@ def test_golden_events_current_state_change_log_and_replays(spark, tmp_path):
     assert before_replay["dbserver1.public.customers"][(6,)]["__headwater_op"] == "c"
     assert "WRITE Overwrite" in operations(spark, sink.table_path("dbserver1.public.customers"))
     assert "current.files" in sink.timings, "local tables are rewritten by the executors' files"
-    merging = {"rewrite.fraction": "inf"}
+    merging = {"rewrite.fraction": "inf", **SPARK_PATH}
 
     # keyless tables: change log only; every data event in the change logs, nothing else
     root = tmp_path / "lake"
@@ -253,7 +255,7 @@ def test_types_toast_placeholders_and_new_columns(spark, tmp_path, rewrite_fract
     toast = [line for line in golden("toast") if line["topic"].endswith("toast_default")]
     types, crud = golden("types"), golden("basic_crud")
     feed = Feed()
-    sink = DeltaSink(spark, str(tmp_path / "lake"), options={"rewrite.fraction": rewrite_fraction})
+    sink = DeltaSink(spark, str(tmp_path / "lake"), options={"rewrite.fraction": rewrite_fraction, **SPARK_PATH})
     table = sink.table_path("dbserver1.public.toast_default")
     bytes_columns = ("big_bytea",)
 
@@ -453,7 +455,8 @@ def _nullable_key(line: dict[str, Any], key: Any) -> dict[str, Any]:
     return line
 
 
-@pytest.mark.parametrize("rewrite_fraction", ["0", "inf"])  # the rewrite's join / the MERGE
+# the rewrite's join / Spark's MERGE / the driver's merge (small batches)
+@pytest.mark.parametrize("rewrite_fraction", ["0", "inf", "small"])
 def test_keys_that_may_be_null_match_null_safely(spark, tmp_path, rewrite_fraction):
     """A primary key is matched with `=` (Spark then keeps the batch's key partitioning); a key
     whose schema allows NULL keeps `<=>`, so the row keyed NULL is updated, not inserted again."""
@@ -462,12 +465,13 @@ def test_keys_that_may_be_null_match_null_safely(spark, tmp_path, rewrite_fracti
     crud = [line for line in golden("basic_crud") if line["topic"].endswith("customers")]
     create, update = crud[0], next(line for line in crud if line["value"]["payload"]["op"] == "u")
     feed = Feed()
-    sink = DeltaSink(spark, str(tmp_path / "lake"), options={"rewrite.fraction": rewrite_fraction})
+    sink = DeltaSink(spark, str(tmp_path / "lake"))
     first = feed.frame(spark, [create])
     summary = sink.schemas.summaries(first, first.limit(0))[create["topic"]]
     assert sink.schemas.topic(summary, None).key_not_null  # the golden key: a primary key
 
-    other = DeltaSink(spark, str(tmp_path / "nullable"), options={"rewrite.fraction": rewrite_fraction})
+    options = {} if rewrite_fraction == "small" else {"rewrite.fraction": rewrite_fraction, **SPARK_PATH}
+    other = DeltaSink(spark, str(tmp_path / "nullable"), options=options)
     batch = feed.frame(spark, [_nullable_key(create, None), _nullable_key(create, 7)])
     other.write(batch, 0)
     other.write(feed.frame(spark, [_nullable_key(update, None)]), 1)
@@ -477,6 +481,7 @@ def test_keys_that_may_be_null_match_null_safely(spark, tmp_path, rewrite_fracti
         (False, create["value"]["payload"]["after"]["first_name"]), (True, after["first_name"])]
     summary = other.schemas.summaries(batch, batch.limit(0))[create["topic"]]
     assert not other.schemas.topic(summary, None).key_not_null
+    assert any(step.startswith("small.") for step in other.timings) == (rewrite_fraction == "small")
 
 
 def test_tables_with_a_change_data_feed_always_merge(spark, tmp_path):

@@ -1,17 +1,20 @@
 """The SQL Server Spark source's streaming units without a server: cutting windows at commits, and cutting a
 unit at a batch end logged by an earlier run whose windows were other ones (a restarted driver replays the
-batch the kill interrupted), across two databases."""
+batch the kill interrupted), across two databases; what the offsets say of transaction metadata."""
 
 from __future__ import annotations
 
 import collections
 
+from headwater.connectors.sqlserver.lsn import lsn_to_str
 from headwater.connectors.sqlserver.source_info import DatabaseOffset, make_offset, offset_sort_key
 from headwater.connectors.sqlserver.units import (
     COMPLETE,
+    TX_ENDED,
     SqlServerUnitStream,
     StreamUnit,
     StreamWindow,
+    _Progress,
     change_position,
     complete,
     snapshot_position,
@@ -77,6 +80,40 @@ def test_a_database_the_earlier_run_took_further_is_taken_there_from_the_units_t
     assert spans(tail) == [("one", 19, 30)]
     rest = [spans(units.get(0)[0]) for _ in range(2)]
     assert rest == [[("one", 31, 40)], [("two", 10, 12)]]
+
+
+def test_the_offset_says_up_to_where_transactions_had_their_end() -> None:
+    """With transaction metadata: below the commit LSN only (an entry without it, as every checkpoint
+    written before it, has every transaction up to its commit LSN ended)."""
+    units = stream([])
+    units.progress = {"one": _Progress(complete(lsn(20)), complete(lsn(20)), tx_floor=lsn(12)),
+                      "two": _Progress(complete(lsn(20)), complete(lsn(20)), tx_floor=lsn(20))}
+    entries = units.offset()["databases"]
+    assert entries["one"][TX_ENDED] == lsn_to_str(lsn(12)) and TX_ENDED not in entries["two"]
+    assert entries["one"]["commit_lsn"] == lsn_to_str(lsn(20))
+    assert TX_ENDED not in units.progress["one"].handed.extra  # the executors' start positions stay plain
+
+
+def test_a_batch_that_ended_with_an_idle_end_gets_it_when_replayed() -> None:
+    # the earlier run's batch ended with the idle END of the transaction open at 10 (offset: commit 10
+    # complete, event serial number 1); this run started at 10 with that END pending (floor 5) and has
+    # a window to 30 already: the END goes into the replayed batch, and the window after it counts it
+    # as sent
+    units = stream([])
+    units._tx = True
+    units.progress = {db: _Progress(complete(lsn(10)), complete(lsn(30)), tx_floor=lsn(5)) for db in DBS}
+    restart = StreamWindow("one", 0, lsn(10), lsn(30), complete(lsn(10)), [], {}, tx_floor=lsn(5))
+    end = make_offset({"one": DatabaseOffset(lsn(10), COMPLETE, 1), "two": complete(lsn(5))})
+    head, tail = units.split(StreamUnit([restart], before=offset(10, 5)), offset_sort_key(end, DBS))
+    assert head is not None
+    assert [(w.from_lsn, w.to_lsn, w.end_open, w.tx_floor) for w in head.windows] == \
+        [(lsn(10), lsn(10), False, lsn(5)), (None, lsn(10), True, lsn(5))]
+    assert [(w.from_lsn, w.to_lsn, w.tx_floor) for w in tail.windows] == [(lsn(11), lsn(30), lsn(10))]
+    assert units.progress["one"].tx_floor == lsn(10) and units.progress["two"].tx_floor == lsn(5)
+    # a batch that ended at a commit without an END is replayed without one
+    units.progress["one"].tx_floor = lsn(5)
+    head, _ = units.split(StreamUnit([restart], before=offset(10, 5)), offset_sort_key(offset(10, 5), DBS))
+    assert head is not None and [w.end_open for w in head.windows] == [False]
 
 
 def test_positions_sort_snapshot_before_streamed_records_of_a_database_and_by_change() -> None:

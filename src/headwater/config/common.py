@@ -458,7 +458,9 @@ COMMON_FIELDS = FieldSet(
         500,
         group="queue",
         validator=positive_int,
-        doc="How long to wait for new events before processing a batch.",
+        doc="How long to wait for new events before processing a batch. Headwater hands events on as soon "
+        "as any are queued and waits this long only while none are (Debezium holds events until this long "
+        "has passed since its last batch or its queue is full).",
     ),
     # --- offsets
     Field(

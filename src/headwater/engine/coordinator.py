@@ -21,6 +21,9 @@ from headwater.engine.source import CaptureSource
 
 log = logging.getLogger(__name__)
 
+# how often the stop watcher looks at the caller's stop event (threading.Event has no callback)
+_STOP_CHECK_S = 0.2
+
 
 class Sink(Protocol):
     def write(self, records: list[SourceRecord]) -> None: ...
@@ -100,6 +103,8 @@ class Engine:
         s = self.settings
         failures = 0
         error: BaseException | None = None
+        done = threading.Event()
+        threading.Thread(target=self._watch_stop, args=(stop, done), name="headwater-stop", daemon=True).start()
         try:
             while True:
                 delivered = self.stats.records
@@ -124,6 +129,7 @@ class Engine:
                     error = None
                     break
         finally:
+            done.set()
             try:
                 if self._source is not None:
                     self._source.close()
@@ -132,6 +138,14 @@ class Engine:
                 self.sink.close()
         if error is not None:
             raise error
+
+    def _watch_stop(self, stop: threading.Event, done: threading.Event) -> None:
+        """Pass a stop request on to the reader while the consumer may be waiting in an idle poll
+        (up to poll.interval.ms): the reader stops, closes the queue, and that ends the poll."""
+        while not done.is_set():
+            if stop.wait(_STOP_CHECK_S):
+                self._reader_stop.set()
+                return
 
     def signal(self, signal_type: str, data: str | dict[str, Any] | None = None,
                signal_id: str | None = None) -> Any:
@@ -155,13 +169,20 @@ class Engine:
         pending: dict[str, Any] | None = None
         last_commit = time.monotonic()
         interval = self.settings.offset_flush_interval_ms / 1000
+        poll_s = self.settings.poll_interval_ms / 1000
         error: BaseException | None = None
         try:
             while True:
                 if stop.is_set() and not self._reader_stop.is_set():
                     self._reader_stop.set()
+                # The poll returns as soon as anything is queued (a batch grows only with what
+                # piled up meanwhile); poll.interval.ms bounds an idle wait only, and a due offset
+                # commit shortens it. A stop reaches the reader through _watch_stop meanwhile.
+                timeout = poll_s
+                if pending is not None:
+                    timeout = min(timeout, max(0.0, last_commit + interval - time.monotonic()))
                 try:
-                    batch = queue.poll(self.settings.max_batch_size, self.settings.poll_interval_ms / 1000)
+                    batch = queue.poll(self.settings.max_batch_size, timeout)
                 except QueueClosed as closed:
                     error = closed.__cause__
                     break

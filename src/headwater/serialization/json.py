@@ -167,6 +167,25 @@ class JsonConverter:
         return env["adapt"]
 
 
+class EncodedLines:
+    """A run of records of one topic already rendered by the converters (lines, in `parts`),
+    as a worker's fast path produces them; `offset()` is the last one's offset. `position` is
+    the connector's position object for the run (`position.offset(lsn, msgs)` gives it)."""
+
+    __slots__ = ("count", "lsn", "msgs", "parts", "position", "topic")
+
+    def __init__(self, topic: str, position: Any) -> None:
+        self.topic = topic
+        self.position = position
+        self.parts: list[bytes] = []
+        self.count = 0
+        self.lsn = 0
+        self.msgs = 0
+
+    def offset(self) -> dict[str, Any]:
+        return self.position.offset(self.lsn, self.msgs)
+
+
 class RecordSerializer:
     """Key, value and headers of a record as the converters render them, with Debezium's
     context headers (`__debezium.context.*`) appended after the record's own."""

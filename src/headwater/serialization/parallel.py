@@ -23,7 +23,7 @@ from typing import Any
 
 from headwater.engine.memory import die_with_parent, tune_allocator
 from headwater.engine.records import EncodedBatch, OffsetMarker, SourceRecord
-from headwater.serialization.json import JsonConverter, RecordSerializer
+from headwater.serialization.json import EncodedLines, JsonConverter, RecordSerializer
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,15 @@ def encode_items(items: list[Any], serializer: RecordSerializer) -> EncodedBatch
     count = 0
     append_line = serializer.append_line
     for item in items:
+        if type(item) is EncodedLines:  # rows a builder's fast path already rendered
+            offset = item.offset()
+            if item.topic != topic:
+                if parts:
+                    segments.append((topic, count, b"".join(parts)))  # type: ignore[arg-type]
+                topic, parts, count = item.topic, [], 0
+            parts += item.parts
+            count += item.count
+            continue
         offset = item.offset
         if not isinstance(item, SourceRecord):
             continue
@@ -105,9 +114,12 @@ def _init_worker(builder_settings: Any, serializer_settings: SerializerSettings,
     # a spawned process starts without logging handlers: warnings of the builder (e.g. an event
     # skipped per event.processing.failure.handling.mode=warn) go to stderr like the runner's
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    builder = builder_settings.create_builder()
+    serializer = serializer_settings.create(in_place=True)  # a worker's records live only to be serialized
+    if hasattr(builder, "render_with"):
+        builder.render_with(serializer)  # its output goes to this serializer only: it may render lines itself
     _worker = _Worker(
-        builder=builder_settings.create_builder(),
-        serializer=serializer_settings.create(in_place=True),  # a worker's records live only to be serialized
+        builder=builder, serializer=serializer,
         writer=target.open_writer() if target is not None else None,
         turn=turn, cond=cond, abort=abort)
 

@@ -526,6 +526,14 @@ class ChunkBuilder:
         self.settings = settings
         self.registry = settings.registry(None)
         self._versions: dict[int, int] = {}
+        self._fast: Any = None
+
+    def render_with(self, serializer: Any) -> None:
+        """The records go straight to `serializer` (a worker's RecordSerializer): plain rows may
+        then be rendered to lines here (headwater.connectors.postgres.fast_events)."""
+        from headwater.connectors.postgres.fast_events import FastRows
+
+        self._fast = FastRows(serializer)
 
     def update_relations(self, relations: Relations) -> None:
         """Adopt the relation definitions a chunk carries (rebuilding only changed versions)."""
@@ -538,12 +546,30 @@ class ChunkBuilder:
         items: list[Any] = []
         builder = ChangeEventBuilder(self.settings, self.registry, copy.copy(chunk.position), items.append)
         handle = builder.handle
-        for relations, messages in chunk.runs():
-            self.update_relations(relations)
-            for payload, lsn in messages:
-                handle(payload, lsn)
-        if chunk.heartbeat is not None:
-            builder.heartbeat(chunk.heartbeat[1], chunk.heartbeat[0])
+        fast = self._fast
+        try:
+            if fast is not None and fast.start(builder, items):
+                fast_handle = fast.handle
+                for relations, messages in chunk.runs():
+                    self.update_relations(relations)
+                    for payload, lsn in messages:
+                        if not fast_handle(payload, lsn):
+                            handle(payload, lsn)
+            else:
+                for relations, messages in chunk.runs():
+                    self.update_relations(relations)
+                    for payload, lsn in messages:
+                        handle(payload, lsn)
+            if chunk.heartbeat is not None:
+                builder.heartbeat(chunk.heartbeat[1], chunk.heartbeat[0])
+        finally:
+            # The builder and its dispatcher refer to each other (bound methods), and through the
+            # emit callback to `items`: left to the cycle collector, the chunk's multi-MB lines
+            # would wait for a collection that the fast path, allocating few containers, rarely
+            # triggers (a worker grew by hundreds of MB). Freed by reference counting instead.
+            builder.dispatcher = None  # type: ignore[assignment]
+            if fast is not None:
+                fast.finish()
         return items
 
 

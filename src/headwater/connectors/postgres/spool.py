@@ -8,8 +8,8 @@ here: in a small memory buffer, spilled to a per-transaction file once the buffe
 transactions together pass the memory budget. Memory therefore stays bounded whatever the size
 of a transaction; the disk holds about the transaction's size in pgoutput form.
 
-Messages are stored as received and replayed in their protocol-1 form (the in-stream xid
-removed), so Stream Commit feeds the same builder, with the same messages, as the protocol-1
+Messages are stored and replayed in their protocol-1 form (the in-stream xid kept in the
+record's header), so Stream Commit feeds the same builder, with the same messages, as the protocol-1
 path. The xid a change carries is its (sub)transaction's: PostgreSQL sends one Stream Abort per aborted
 subtransaction that had changes streamed (ROLLBACK TO SAVEPOINT sends one for the savepoint's
 subtransaction and each of its streamed children), so a replay skips the data messages of every
@@ -35,8 +35,13 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-# record header: payload length, message LSN; then the payload as received (with the xid)
-_HEADER = Struct("!IQ")
+# record: protocol-1 payload length, message LSN, the in-stream (sub)transaction xid, then the
+# protocol-1 payload (type byte and the rest, the xid taken out): a replay yields one slice per
+# message and reads the xid only when a subtransaction aborted
+_HEADER = Struct("!IQ4sc")
+_LENGTH_LSN = Struct("!IQ")
+_XID = Struct("!I")
+_BODY = _LENGTH_LSN.size + _XID.size  # where the protocol-1 payload starts in a record
 _READ_BLOCK = 1 << 20
 
 # message types that carry the (sub)transaction xid right after the type byte inside a stream
@@ -53,7 +58,7 @@ class SpoolError(Exception):
 class TransactionSpool:
     """The messages of one streamed transaction, in arrival order."""
 
-    __slots__ = ("aborted", "buffer", "messages", "path", "spilled", "xid")
+    __slots__ = ("_tail", "aborted", "buffer", "messages", "path", "spilled", "xid")
 
     def __init__(self, xid: int, path: Path) -> None:
         self.xid = xid
@@ -89,14 +94,26 @@ class TransactionSpool:
     def replay(self) -> Iterator[tuple[bytes, int]]:
         """(protocol-1 payload, LSN) of every message, without aborted subtransactions' changes."""
         aborted = self.aborted
-        for payload, lsn in self._records():
-            if aborted and payload[0] in _DATA and int.from_bytes(payload[1:5], "big") in aborted:
-                continue
-            yield payload[:1] + payload[5:], lsn
+        unpack = _LENGTH_LSN.unpack_from
+        xid_at = _XID.unpack_from
+        for data in self._blocks():
+            pos, end = 0, len(data)
+            while pos + _BODY < end:
+                n, lsn = unpack(data, pos)
+                body = pos + _BODY
+                stop = body + n
+                if stop > end:
+                    break
+                if not (aborted and data[body] in _DATA and xid_at(data, pos + 12)[0] in aborted):
+                    yield data[body:stop], lsn
+                pos = stop
+            if pos < end:
+                self._tail = data[pos:]
 
-    def _records(self) -> Iterator[tuple[bytes, int]]:
-        unpack = _HEADER.unpack_from
-        hsize = _HEADER.size
+    def _blocks(self) -> Iterator[bytes]:
+        """The spooled records in blocks (a record split across file blocks is carried over in
+        `_tail` by `replay`): the file's, then the memory buffer."""
+        self._tail = b""
         if self.spilled:
             try:
                 f = open(self.path, "rb")
@@ -104,31 +121,17 @@ class TransactionSpool:
                 raise SpoolError(f"cannot read the spool file {self.path} of streamed transaction {self.xid}: "
                                  f"{exc.strerror or exc}") from None
             with f:
-                rest = b""
                 while True:
                     block = f.read(_READ_BLOCK)
                     if not block:
                         break
-                    data = rest + block if rest else block
-                    pos, end = 0, len(data)
-                    while pos + hsize <= end:
-                        n, lsn = unpack(data, pos)
-                        stop = pos + hsize + n
-                        if stop > end:
-                            break
-                        yield data[pos + hsize:stop], lsn
-                        pos = stop
-                    rest = data[pos:]
-                if rest:
-                    raise SpoolError(f"spool file {self.path} of streamed transaction {self.xid} ends with "
-                                     f"{len(rest)} bytes of a truncated record")
-        data = bytes(self.buffer)
-        pos, end = 0, len(data)
-        while pos < end:
-            n, lsn = unpack(data, pos)
-            stop = pos + hsize + n
-            yield data[pos + hsize:stop], lsn
-            pos = stop
+                    rest, self._tail = self._tail, b""
+                    yield rest + block if rest else block
+        rest, self._tail = self._tail, b""
+        yield rest + bytes(self.buffer) if rest else bytes(self.buffer)
+        if self._tail:
+            raise SpoolError(f"spool file {self.path} of streamed transaction {self.xid} ends with "
+                             f"{len(self._tail)} bytes of a truncated record")
 
     def discard(self) -> None:
         self.buffer = bytearray()
@@ -184,10 +187,10 @@ class StreamSpools:
         if payload[0] not in _WITH_XID and not spool.check(payload):
             return
         buf = spool.buffer
-        buf += _pack(len(payload), lsn)
-        buf += payload
+        buf += _pack(len(payload) - 4, lsn, payload[1:5], payload[:1])
+        buf += memoryview(payload)[5:]
         spool.messages += 1
-        self.buffered += len(payload) + _size
+        self.buffered += len(payload) + _size - 5  # the xid and type byte are in the header
         if self.buffered > self.memory_budget:
             self._spill_all()
 

@@ -29,8 +29,10 @@ transaction is acknowledged while streamed transactions are open.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
+import os
 import select
 import struct
 import threading
@@ -43,6 +45,7 @@ import psycopg2
 from headwater.connectors.postgres import pgoutput as pg
 from headwater.connectors.postgres.connection import connection_error, first_line
 from headwater.connectors.postgres.events import (
+    BEGIN,
     COMMIT,
     DATA_CHANGES,
     RELATION,
@@ -52,7 +55,6 @@ from headwater.connectors.postgres.events import (
     Chunk,
     StreamPosition,
     advance_position,
-    relation_oid,
 )
 from headwater.connectors.postgres.schemas import SchemaRegistry
 from headwater.connectors.postgres.spool import SpoolError, StreamSpools
@@ -69,6 +71,9 @@ STREAM_START, STREAM_STOP, STREAM_COMMIT, STREAM_ABORT = (ord(c) for c in "SEcA"
 _STREAM_DATA = frozenset(b"IUDTM")   # messages that open a replayed transaction (see _stream_commit)
 _BEGIN_MSG = struct.Struct("!cQqI")     # 'B', final lsn, commit ts (PostgreSQL epoch), xid
 _COMMIT_MSG = struct.Struct("!cbQQq")   # 'C', flags, commit lsn, end lsn, commit ts
+_BEGIN_FIELDS = struct.Struct("!QqI")   # after the type byte: final lsn, commit ts, xid
+_COMMIT_FIELDS = struct.Struct("!bQQq")  # after the type byte: flags, commit lsn, end lsn, commit ts
+_OID = struct.Struct("!I")              # the relation of an I/U/D message (right after the type byte)
 
 
 class StreamingReader:
@@ -104,7 +109,11 @@ class StreamingReader:
         # parallel mode
         self._chunk: list[tuple[bytes, int]] = []
         self._chunk_oids: set[int] = set()
+        self._last_oid = -1                        # the relation last added to _chunk_oids
         self._chunk_start: StreamPosition | None = None
+        self._in_flight = 0                        # chunks submitted and not finished
+        self._wake: tuple[int, int] | None = None  # pipe: a finished chunk wakes the idle reader
+        self._pool_lock = threading.Lock()         # the two above, with the pool's thread
         # protocol 2 streaming of in-progress transactions (None: protocol 1)
         self.spools = spools
         self.server_version = server_version
@@ -155,18 +164,33 @@ class StreamingReader:
         beats = interval > 0
         last_feedback = time.monotonic()
         self._next_heartbeat = last_feedback + interval
+        watch: list[Any] = [cur]
+        if self.pool is not None and self.pool.workers:
+            self._wake = os.pipe()
+            for fd in self._wake:
+                os.set_blocking(fd, False)
+            watch.append(self._wake[0])
         try:
             while not stop.is_set():
                 msg = read()
                 if msg is None:
-                    self._flush()
+                    # Everything received is handed on now — unless a transaction is incomplete
+                    # (the server sends the rest of it right away; a chunk per message would cost
+                    # a worker round trip each), or every worker is busy: then the chunk would only
+                    # wait in the pool's queue, so it grows here (batches grow with load) until a
+                    # worker finishes and wakes this loop.
+                    if self.position.xid is None and (self.pool is None or self._pool_has_room()):
+                        self._flush()
                     now = time.monotonic()
                     if beats and now >= self._next_heartbeat:
                         self._heartbeat(idle=True)
                     self._send_feedback(force=False)
                     last_feedback = now
                     wait = 0.2 if not beats else min(0.2, max(self._next_heartbeat - time.monotonic(), 0.01))
-                    select.select([cur], [], [], wait)
+                    if self._wake is not None and self._wake[0] in select.select(watch, [], [], wait)[0]:
+                        with contextlib.suppress(BlockingIOError):
+                            while os.read(self._wake[0], 4096):
+                                pass
                     continue
                 payload = msg.payload
                 if self.xmin_fetch is not None:
@@ -181,6 +205,12 @@ class StreamingReader:
             raise connection_error(f"replication stream from slot {self.slot_name!r} failed", exc) from None
         except SpoolError as exc:
             raise ConnectorError(str(exc)) from None
+        finally:
+            with self._pool_lock:
+                if self._wake is not None:
+                    for fd in self._wake:
+                        os.close(fd)
+                    self._wake = None
         self._flush()
 
     def _refresh_xmin(self) -> None:
@@ -330,15 +360,32 @@ class StreamingReader:
             self._submit_chunk()
             self.builder.handle(payload, lsn)  # registry update (catalog read) on this thread
             return
+        pos = self.position
         if self._chunk_start is None:
-            self._chunk_start = copy.copy(self.position)
-        advance_position(self.position, payload, lsn)
+            self._chunk_start = copy.copy(pos)
         if kind in DATA_CHANGES:
-            self._chunk_oids.add(relation_oid(payload))
-        elif kind == TRUNCATE:
-            self._chunk_oids.update(pg.decode(payload).relation_oids)
-        self._chunk.append((payload, lsn))
-        if len(self._chunk) >= WORKER_CHUNK:
+            # the hot path, inlined: advance_position's pos.data() and relation_oid
+            if pos.skipping:
+                pos.data()
+            else:
+                pos.tx_msgs += 1
+            oid = _OID.unpack_from(payload, 1)[0]
+            if oid != self._last_oid:
+                self._chunk_oids.add(oid)
+                self._last_oid = oid
+        elif kind == BEGIN:  # as advance_position, without pgoutput.decode's dispatch
+            final_lsn, ts, xid = _BEGIN_FIELDS.unpack_from(payload, 1)
+            pos.begin(pg.Begin(final_lsn, ts + pg.PG_EPOCH_OFFSET_US, xid))
+        elif kind == COMMIT:
+            flags, commit_lsn, end_lsn, ts = _COMMIT_FIELDS.unpack_from(payload, 1)
+            pos.commit(pg.Commit(flags, commit_lsn, end_lsn, ts + pg.PG_EPOCH_OFFSET_US))
+        else:
+            advance_position(pos, payload, lsn)
+            if kind == TRUNCATE:
+                self._chunk_oids.update(pg.decode(payload).relation_oids)
+        chunk = self._chunk
+        chunk.append((payload, lsn))
+        if len(chunk) >= WORKER_CHUNK:
             self._submit_chunk()
 
     def _submit_chunk(self, heartbeat: tuple[int, dict[str, Any]] | None = None) -> None:
@@ -347,5 +394,22 @@ class StreamingReader:
         start = self._chunk_start if self._chunk_start is not None else copy.copy(self.position)
         relations = {oid: self.registry.definition(oid) for oid in self._chunk_oids}
         chunk = Chunk(start, self._chunk, relations, heartbeat)
-        self._chunk, self._chunk_oids, self._chunk_start = [], set(), None
-        self._emit([PendingBatch(self.pool.submit(chunk), max(len(chunk.messages), 1))])
+        self._chunk, self._chunk_oids, self._chunk_start, self._last_oid = [], set(), None, -1
+        future = self.pool.submit(chunk)
+        if future is not None:  # None: the Spark feed's collector, which queues the chunk itself
+            with self._pool_lock:
+                self._in_flight += 1
+            future.add_done_callback(self._chunk_done)
+        self._emit([PendingBatch(future, max(len(chunk.messages), 1))])
+
+    def _pool_has_room(self) -> bool:
+        # a pool without workers of its own (the Spark feed's collector) always takes a chunk
+        return not self.pool.workers or self._in_flight < self.pool.workers
+
+    def _chunk_done(self, _: Any) -> None:
+        """(On the pool's thread.) One chunk fewer in the pool: wake the reader if it is idle."""
+        with self._pool_lock:
+            self._in_flight -= 1
+            if self._wake is not None:
+                with contextlib.suppress(BlockingIOError):  # the pipe is full: a wake-up is pending
+                    os.write(self._wake[1], b"\0")

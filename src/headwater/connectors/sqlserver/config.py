@@ -472,7 +472,8 @@ _COMMON_REDEFINED = (
         validator=positive_int,
         replaces=True,
         doc="How long the streaming loop waits before it looks at the change tables again when no database "
-        "had new changes; also how long the queue waits for new events before a batch is processed.",
+        "had new changes; also the longest the queue waits for new events before a batch is processed "
+        "(events already queued are handed on at once).",
     ),
     Field(
         "snapshot.delay.ms",

@@ -27,8 +27,14 @@ transaction's END only when the database's next transaction begins, or when the 
 idled (the loop's end-of-transaction timer). A window's executor therefore starts from the
 database's last transaction before the window, if its END is still pending (`tx_floor`), counted
 from the change tables, and sends that END before the window's first transaction; the idle END
-is a unit of its own, planned by the driver's loop under the standalone loop's condition. (After a
-restart the open transaction is not carried over: its END is not sent.)
+is a unit of its own, planned by the driver's loop under the standalone loop's condition. The
+offset carries the floor (:data:`TX_ENDED`) while an END may be pending, so after a restart the
+first window sends the END of the transaction the previous run left open, before the next
+transaction's BEGIN (or the idle unit does), as the standalone runner does from Debezium's
+`transaction_id` keys. The driver does not read the changes, so the offset names no transaction
+and no counts: the executor finds them in the change tables, as for every window. A batch that
+ended with an idle END and is replayed after a restart gets that END again (its end offset says
+so: same commit, event serial number 1), even when the restarted loop has windows past it.
 
 **Offsets.** The connector's offset holds one entry per database. After a window the entry says
 its last commit LSN and, as change LSN, ``ffffffff:ffffffff:ffff``: the whole commit is done (a
@@ -69,6 +75,11 @@ COMPLETE = b"\xff" * LSN_BYTES
 _UNIT_BYTES = 1024   # what a window costs the read-ahead (its rows are read by the executor)
 WINDOW_WEIGHT = 64   # a window's weight in the grouping of units into tasks
 _SNAPSHOT_COMMIT = "0" * 20
+# an offset entry's key with transaction metadata: every transaction of the database committed at or
+# before this LSN has had its END; the last one after it (up to the entry's commit LSN) may be open.
+# Only written while it is below the commit LSN; an entry without it (or a checkpoint written before
+# it existed) has every transaction up to its commit LSN ended.
+TX_ENDED = "transaction_ended_lsn"
 
 
 # -- positions ---------------------------------------------------------------------------------------
@@ -141,11 +152,14 @@ class StreamWindow:
     entries: dict[TableId, Table]    # source table -> the table its events are built with
     records: list[tuple[str, SourceRecord]] = field(default_factory=list)  # before the changes
     # transaction metadata (None: not provided): the database's transactions after this commit LSN
-    # were streamed in this run and not ended yet — the last of them before the window is still
-    # open (its END comes when the window's first transaction begins, as Debezium keeps one
-    # transaction context per database)
+    # were streamed (in this run, or before a restart: the offset's TX_ENDED) and not ended yet —
+    # the last of them before the window is still open (its END comes when the window's first
+    # transaction begins, as Debezium keeps one transaction context per database)
     tx_floor: bytes | None = None
     end_tx: bytes | None = None      # no changes: the END of this transaction (the idle timer's)
+    # no changes: the END of the database's last transaction up to `to_lsn`, if after `tx_floor`
+    # (the idle END a replayed batch ended with, see SqlServerUnitStream.split)
+    end_open: bool = False
 
     def cut(self, commit: bytes) -> tuple[StreamWindow | None, StreamWindow | None]:
         """(the changes up to and including `commit`, the rest)."""
@@ -237,10 +251,17 @@ class SqlServerUnitStream(UnitStream):
         entries = parse_offset(start, self.databases)
         for db in self.databases:
             entries.setdefault(db, DatabaseOffset())
+        ended = {db: e.extra.pop(TX_ENDED, None) for db, e in entries.items()}
         self.progress = {db: _Progress(e.copy(), e.copy()) for db, e in entries.items()}
         self._tx = bool(c.config.get("provide.transaction.metadata"))
-        for p in self.progress.values():
-            p.tx_floor = (p.base.commit_lsn or ZERO) if self._tx else None
+        for db, p in self.progress.items():
+            if not self._tx:
+                continue
+            at = p.base.commit_lsn or ZERO
+            floor = _lsn(ended[db]) if isinstance(ended[db], str) else at
+            p.tx_floor = min(floor, at)
+            if p.tx_floor < at:  # an END may be pending: the idle timer runs from the start (as standalone's)
+                p.window_at = time.monotonic()
         self.units = UnitQueue(read_ahead)
         self._pushback: collections.deque[tuple[StreamUnit, Offset]] = collections.deque()
         self._stop = threading.Event()
@@ -269,7 +290,15 @@ class SqlServerUnitStream(UnitStream):
         self._thread = threading.Thread(target=self._run, name="headwater-sqlserver-feed", daemon=True)
 
     def offset(self) -> Offset:
-        return make_offset({db: self.progress[db].handed for db in self.databases})
+        entries = {}
+        for db in self.databases:
+            p = self.progress[db]
+            entry = p.handed
+            if p.tx_floor is not None and entry.commit_lsn is not None and p.tx_floor < entry.commit_lsn:
+                entry = entry.copy()
+                entry.extra[TX_ENDED] = lsn_to_str(p.tx_floor)
+            entries[db] = entry
+        return make_offset(entries)
 
     def start(self) -> None:
         self._thread.start()
@@ -340,12 +369,13 @@ class SqlServerUnitStream(UnitStream):
         if time.monotonic() - progress.window_at < delay_s or not md.scan_ended_empty(state.conn):
             return
         last = self._last_commit(state, handed)
-        progress.tx_floor = handed
         if last is None or last <= floor:
+            progress.tx_floor = handed
             return
         before = self.offset()
         end = self._window(state, None, handed, progress.handed)
         end.end_tx, end.tx_floor = last, None
+        progress.tx_floor = handed   # in the unit's end offset, not in its start
         # the unit must move the offset (a batch ends only past its start): same commit, next serial
         progress.handed = DatabaseOffset(commit_lsn=handed, change_lsn=COMPLETE, event_serial_no=1)
         self._put(StreamUnit(windows=[end], before=before))
@@ -468,10 +498,13 @@ class SqlServerUnitStream(UnitStream):
         of `end_key`. A database that the earlier run had taken further than this run's units so
         far is taken there now, from the units that follow (the rest of them come next)."""
         targets: dict[str, bytes | None] = {}
+        ended: dict[str, bytes] = {}
         for db, part in zip(self.databases, end_key, strict=True):
             if not part:
                 continue
             commit, change, serial = _key_part(part)
+            if change == COMPLETE and serial > 0 and self._tx:
+                ended[db] = commit            # the batch ended with an idle END unit (see end_if_idle)
             if change == COMPLETE or (change == ZERO and serial == 0):
                 targets[db] = commit          # the commit is complete (a window's end, a snapshot's LSN)
             else:                             # inside a commit: its changes come with the rest
@@ -505,7 +538,28 @@ class SqlServerUnitStream(UnitStream):
             if rest.windows:
                 pulled.append((rest, after))
         self._pushback.extend(pulled)
+        for db, commit in ended.items():
+            self._replay_end(db, commit, head, [tail, *(u for u, _ in pulled)])
         return (head if head.windows or head.records else None), tail
+
+    def _replay_end(self, db: str, commit: bytes, head: StreamUnit, rest: list[StreamUnit]) -> None:
+        """The batch being replayed ended with the idle END of the transaction open at `commit`: this
+        run, which started before that END, has windows past `commit` instead (a transaction came
+        since), whose first would send the END with the next BEGIN, a batch later. The END goes into
+        the replayed batch, as it was, and the windows after it count it as sent."""
+        template = next((w for w in [*reversed(head.windows), *(w for u in rest for w in u.windows)]
+                         if w.database == db), None)
+        if template is None or template.tx_floor is None or template.tx_floor >= commit:
+            return
+        head.windows.append(replace(template, from_lsn=None, to_lsn=commit, start=complete(commit), records=[],
+                                    end_tx=None, end_open=True))
+        for unit in rest:
+            for w in unit.windows:
+                if w.database == db and w.tx_floor is not None and w.tx_floor < commit:
+                    w.tx_floor = commit
+        progress = self.progress[db]
+        if progress.tx_floor is not None:  # the loop's thread only moves it forward too
+            progress.tx_floor = max(progress.tx_floor, commit)
 
     @staticmethod
     def _cut_into(windows: list[StreamWindow], targets: dict[str, bytes | None], head: StreamUnit,

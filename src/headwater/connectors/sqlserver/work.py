@@ -29,6 +29,7 @@ from headwater.connectors.sqlserver.lsn import lsn_to_str
 from headwater.connectors.sqlserver.source_info import epoch_micros, make_offset, source_block
 from headwater.connectors.sqlserver.streaming import event_failed
 from headwater.connectors.sqlserver.units import (
+    COMPLETE,
     SnapshotUnit,
     StreamUnit,
     StreamWindow,
@@ -215,7 +216,7 @@ class SqlServerWorkDecoder(WorkDecoder):
         state.tables = [ct for ct in window.instances if ct.start_lsn is None or ct.start_lsn <= window.to_lsn]
         if settings.provide_transaction_metadata:
             self._open_transaction(conn, window, state)
-        if window.end_tx is not None:  # the idle timer's END of the database's last transaction
+        if window.end_tx is not None or window.end_open:  # the idle timer's END of the last transaction
             if state.tx_id is not None:
                 state.dispatcher.transaction_end(state.tx_id, state.tx_ts_ms)
             return out
@@ -242,14 +243,23 @@ class SqlServerWorkDecoder(WorkDecoder):
         the last transaction streamed before it, if its END is still pending (after the window's
         `tx_floor`), with its events per data collection (counted from the change tables as the
         loop counts them: an update's two rows are one event)."""
+        # a skipped operation never reaches the dispatcher, so it begins no transaction: look past them
+        skipped = skipped_codes(sorted(self.connector().skipped_operations))
         tx = window.end_tx
         if tx is None:
-            if window.tx_floor is None or window.from_lsn is None:
+            if window.tx_floor is None:
                 return
-            tx = _last_commit_before(conn, window, window.from_lsn)
+            if window.end_open:
+                tx = _last_commit_before(conn, window, window.to_lsn, skipped, inclusive=True)
+            elif window.from_lsn is None:
+                return
+            else:
+                # the first window after a restart starts at the commit its start position completed (the
+                # loop reads it again and skips its changes): that commit is before the window's changes
+                again = window.start.commit_lsn == window.from_lsn and window.start.change_lsn == COMPLETE
+                tx = _last_commit_before(conn, window, window.from_lsn, skipped, inclusive=again)
             if tx is None or tx <= window.tx_floor:
                 return
-        skipped = skipped_codes(sorted(self.connector().skipped_operations))
         counts: dict[str, int] = {}
         for ct in window.instances:
             where, params = _instance_filters(ct, skipped)
@@ -278,14 +288,17 @@ def _instance_filters(ct: Any, skipped: list[str]) -> tuple[str, list[Any]]:
     return where, params
 
 
-def _last_commit_before(conn: SqlServerConnection, window: StreamWindow, lsn: bytes) -> bytes | None:
-    """The commit LSN of the database's last change of the window's capture instances before `lsn`."""
+def _last_commit_before(conn: SqlServerConnection, window: StreamWindow, lsn: bytes, skipped: list[str], *,
+                        inclusive: bool = False) -> bytes | None:
+    """The commit LSN of the database's last change of the window's capture instances before `lsn`
+    (or at it: `inclusive`), not counting `skipped` operations."""
     best: bytes | None = None
+    below = "<=" if inclusive else "<"
     for ct in window.instances:
-        where, params = _instance_filters(ct, [])
+        where, params = _instance_filters(ct, skipped)
         value = conn.query_one(
             f"SELECT MAX([__$start_lsn]) FROM {quote(window.database)}.[cdc].{quote(ct.capture_instance + '_CT')} "
-            f"WHERE [__$start_lsn] < ?{where}", (lsn, *params),
+            f"WHERE [__$start_lsn] {below} ?{where}", (lsn, *params),
             what=f"reading capture instance {ct.capture_instance!r}")
         if value is not None and (best is None or bytes(value) > best):
             best = bytes(value)

@@ -18,7 +18,9 @@ steers the writes; :mod:`.decoding` parses JSON events (``from_json`` and SQL ex
 ``snapshotDelivery=rows`` and ``streamDelivery=rows``; :mod:`headwater.engine.typed_rows`) in the
 executors; :mod:`.current` and :mod:`.changelog` write the two kinds of table; :mod:`.files`
 writes Parquet files in the executors and commits them with delta-rs (a snapshot of typed rows
-into a new table, a rewrite); :mod:`.options` checks the options; :mod:`.sink` runs a batch.
+into a new table, a rewrite); :mod:`.small_batch` writes a table's small batch (``small.batch.rows``)
+on the driver with delta-rs instead of Spark's writer and MERGE; :mod:`.options` checks the
+options; :mod:`.sink` runs a batch.
 
 Exactly-once per batch. Change-log appends carry Delta's idempotent-write id (``txnAppId`` =
 ``headwater-delta:<streaming query id>:changelog``, ``txnVersion`` = batch id), so a batch Spark

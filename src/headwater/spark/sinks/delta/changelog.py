@@ -31,10 +31,9 @@ def changelog_columns(connector: str | None) -> tuple[ChangelogColumn, ...]:
     return description.changelog_columns if description is not None else ()
 
 
-def append(parsed: Any, topic: Topic, columns: tuple[ChangelogColumn, ...], fmt: str, path: str, app_id: str,
-           batch_id: int) -> None:
-    """Append the parsed events (position, op, ts_ms, k, v; values encoded as `fmt` says) to the
-    change log at `path`, as Delta's idempotent write (`app_id`, `batch_id`)."""
+def frame(parsed: Any, topic: Topic, columns: tuple[ChangelogColumn, ...], fmt: str, batch_id: int) -> Any:
+    """The change log's rows of the parsed events (position, op, ts_ms, k, v; values encoded as
+    `fmt` says)."""
     from pyspark.sql import functions as F
 
     def source_field(name: str, sql_type: str, alias: str) -> Any:
@@ -58,6 +57,13 @@ def append(parsed: Any, topic: Topic, columns: tuple[ChangelogColumn, ...], fmt:
     if topic.transaction is not None:
         selected.append(F.expr(ct.convert_sql("v.transaction", topic.transaction, fmt)).alias("transaction"))
     selected += [F.col("v.ts_ms").alias("ts_ms"), F.lit(batch_id).cast("BIGINT").alias("batch_id")]
-    (parsed.select(*selected).write.format("delta").mode("append")
+    return parsed.select(*selected)
+
+
+def append(parsed: Any, topic: Topic, columns: tuple[ChangelogColumn, ...], fmt: str, path: str, app_id: str,
+           batch_id: int) -> None:
+    """Append the parsed events (position, op, ts_ms, k, v; values encoded as `fmt` says) to the
+    change log at `path`, as Delta's idempotent write (`app_id`, `batch_id`)."""
+    (frame(parsed, topic, columns, fmt, batch_id).write.format("delta").mode("append")
      .option("mergeSchema", "true").option("txnAppId", app_id).option("txnVersion", str(batch_id))
      .save(path))

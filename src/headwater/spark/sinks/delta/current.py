@@ -370,6 +370,44 @@ class CurrentState:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
+        rows, columns, toast = self.merge_rows(parts, topic, summary)
+        keys = [F.col(f"__hw_key_{i}") for i in range(len(topic.key_fields))]
+        values = [F.col(f"__hw_c{i}") for i in range(len(columns))]
+        if summary.reads == summary.events and not toast:
+            return rows.select(*keys, "__hw_position", "__hw_op", "__hw_ts_ms", *values), columns, toast
+        if not toast:
+            # the newest event per key as a window's first row: one sort by (key, position), whose
+            # order the rewrite's join by key then reuses. max_by over a struct of the row sorts
+            # twice (a partial and a final sort aggregation) and builds the struct: slower
+            # (bench/README.md)
+            newest = Window.partitionBy(*keys).orderBy(F.col("__hw_position").desc())
+            latest = rows.withColumn("__hw_rank", F.row_number().over(newest)).filter(F.col("__hw_rank") == 1)
+            return latest.select(*keys, "__hw_position", "__hw_op", "__hw_ts_ms", *values), columns, toast
+        aggs = [F.max_by(F.struct("__hw_position", "__hw_op", "__hw_ts_ms", *values),
+                         F.col("__hw_position")).alias("e")]
+        for i in toast:
+            # the newest value of the batch that is not the placeholder (a struct: NULL stays a value)
+            aggs.append(F.expr(f"max_by(named_struct('v', __hw_c{i}), CASE WHEN __hw_op <> 'd' AND NOT "
+                               f"__hw_placeholder_{i} THEN __hw_position END)").alias(f"__hw_toast_{i}"))
+        latest = rows.groupBy(*keys).agg(*aggs)
+        selected = [*keys, F.col("e.__hw_position").alias("__hw_position"), F.col("e.__hw_op").alias("__hw_op"),
+                    F.col("e.__hw_ts_ms").alias("__hw_ts_ms")]
+        for i in range(len(columns)):
+            if i in toast:
+                selected.append(F.col(f"__hw_toast_{i}.v").alias(f"__hw_c{i}"))
+                selected.append(F.expr(f"__hw_toast_{i} IS NULL").alias(f"__hw_keep_{i}"))
+            else:
+                selected.append(F.col(f"e.__hw_c{i}").alias(f"__hw_c{i}"))
+        return latest.select(*selected), columns, toast
+
+    def merge_rows(self, parts: list[Part], topic: Topic,
+                   summary: Summary) -> tuple[Any, list[ct.Schema], dict[int, str]]:
+        """The batch's events converted, not yet reduced to one per key: __hw_key_<i>,
+        __hw_position/op/ts_ms, __hw_c<i> and, for the columns `toast` names,
+        __hw_placeholder_<i> (the event holds the unchanged-TOAST placeholder there). Also read
+        by :mod:`.small_batch`, which reduces them on the driver."""
+        from pyspark.sql import functions as F
+
         columns = list(topic.row["fields"])
         stored = self.options.decimal_format
         toast: dict[int, str] = {}
@@ -403,34 +441,7 @@ class CurrentState:
         rows = frames[0]
         for frame in frames[1:]:
             rows = rows.unionByName(frame)
-        keys = [F.col(f"__hw_key_{i}") for i in range(len(topic.key_fields))]
-        values = [F.col(f"__hw_c{i}") for i in range(len(columns))]
-        if summary.reads == summary.events and not toast:
-            return rows.select(*keys, "__hw_position", "__hw_op", "__hw_ts_ms", *values), columns, toast
-        if not toast:
-            # the newest event per key as a window's first row: one sort by (key, position), whose
-            # order the rewrite's join by key then reuses. max_by over a struct of the row sorts
-            # twice (a partial and a final sort aggregation) and builds the struct: slower
-            # (bench/README.md)
-            newest = Window.partitionBy(*keys).orderBy(F.col("__hw_position").desc())
-            latest = rows.withColumn("__hw_rank", F.row_number().over(newest)).filter(F.col("__hw_rank") == 1)
-            return latest.select(*keys, "__hw_position", "__hw_op", "__hw_ts_ms", *values), columns, toast
-        aggs = [F.max_by(F.struct("__hw_position", "__hw_op", "__hw_ts_ms", *values),
-                         F.col("__hw_position")).alias("e")]
-        for i in toast:
-            # the newest value of the batch that is not the placeholder (a struct: NULL stays a value)
-            aggs.append(F.expr(f"max_by(named_struct('v', __hw_c{i}), CASE WHEN __hw_op <> 'd' AND NOT "
-                               f"__hw_placeholder_{i} THEN __hw_position END)").alias(f"__hw_toast_{i}"))
-        latest = rows.groupBy(*keys).agg(*aggs)
-        selected = [*keys, F.col("e.__hw_position").alias("__hw_position"), F.col("e.__hw_op").alias("__hw_op"),
-                    F.col("e.__hw_ts_ms").alias("__hw_ts_ms")]
-        for i in range(len(columns)):
-            if i in toast:
-                selected.append(F.col(f"__hw_toast_{i}.v").alias(f"__hw_c{i}"))
-                selected.append(F.expr(f"__hw_toast_{i} IS NULL").alias(f"__hw_keep_{i}"))
-            else:
-                selected.append(F.col(f"e.__hw_c{i}").alias(f"__hw_c{i}"))
-        return latest.select(*selected), columns, toast
+        return rows, columns, toast
 
     def _flat_merge_rows(self, rows: Any, topic: Topic, columns: list[ct.Schema], toast: dict[int, str],
                          summary: Summary) -> Any:

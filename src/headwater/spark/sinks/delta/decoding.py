@@ -45,6 +45,9 @@ class Part:
     tag: str  # the suffix of its writes' transaction ids
     flat: Any = None  # typed rows: the table's columns plus the row columns (engine.typed_rows)
     records: Any = None  # typed rows: the records carrying them (Arrow IPC, not decoded)
+    # typed rows: their change log as the executors write it (typed_changelog.TypedChangelog), when
+    # they may; None: Spark's append of `parsed`
+    changelog: Any = None
 
 
 def json_events(events: Any, topic: Topic, summary: Summary, decimal_format: str) -> Any:

@@ -169,6 +169,53 @@ def create(directory: str, table_schema: Any, configuration: dict[str, str]) -> 
                                                                           cleanup_expired_logs=False))
 
 
+def create_with_files(directory: str, table_schema: Any, files: list[WrittenFile], app_id: str, version: int) -> None:
+    """Create a table of `table_schema` (a Spark StructType of :func:`plain_schema`) holding
+    `files`, in one commit carrying the idempotent-write id (`app_id`, `version`): version 0 as
+    Spark's first append into a new path writes it (no configuration, protocol (1, 2)). Fails if a
+    table exists there."""
+    from deltalake import Schema
+    from deltalake.transaction import (
+        AddAction,
+        CommitProperties,
+        PostCommitHookProperties,
+        Transaction,
+        create_table_with_add_actions,
+    )
+
+    now = int(time.time() * 1000)
+    create_table_with_add_actions(
+        directory, Schema.from_json(table_schema.json()), [AddAction(f.path, f.size, {}, now, True, f.stats)
+                                                           for f in files],
+        mode="error", configuration={},
+        commit_properties=CommitProperties(app_transactions=[Transaction(app_id, version)]),
+        post_commithook_properties=PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False))
+
+
+def nullable_type(data_type: Any) -> Any:
+    """A Spark type with every field, element and value nullable and no field metadata: Delta
+    stores the columns Spark writes as nullable, so only names and types have to agree."""
+    from pyspark.sql.types import ArrayType, MapType, StructField, StructType
+
+    if isinstance(data_type, StructType):
+        return StructType([StructField(f.name, nullable_type(f.dataType), True) for f in data_type.fields])
+    if isinstance(data_type, ArrayType):
+        return ArrayType(nullable_type(data_type.elementType), True)
+    if isinstance(data_type, MapType):
+        return MapType(nullable_type(data_type.keyType), nullable_type(data_type.valueType), True)
+    return data_type
+
+
+# session settings that change what Spark puts into a new table (properties, protocol)
+SESSION_TABLE_DEFAULTS = ("spark.databricks.delta.properties.defaults.", "spark.databricks.delta.protocol.")
+
+
+def session_adds_to_new_tables(session: Any) -> bool:
+    """Whether the session's settings add properties or protocol features to the tables Spark
+    creates (then delta-rs would not create the same table)."""
+    return any(key.startswith(SESSION_TABLE_DEFAULTS) for key in session.conf.getAll)
+
+
 def indexed_columns(columns: list[tuple[str, Any]], configuration: dict[str, str | None]) -> list[str]:
     """The top-level columns Delta collects statistics for: the ones named in
     ``delta.dataSkippingStatsColumns``, else those whose leaves are among the first
@@ -439,5 +486,5 @@ def _checkpoint_if_due(table: Any) -> None:
 
 
 __all__ = ["FILE_COLUMNS", "ParquetFileWriter", "TableFileWriter", "WrittenFile", "arrow_writable", "commit",
-           "create", "describe", "indexed_columns", "local_directory", "plain_schema", "stored_rows",
-           "writable_configuration"]
+           "create", "create_with_files", "describe", "indexed_columns", "local_directory", "nullable_type",
+           "plain_schema", "session_adds_to_new_tables", "stored_rows", "writable_configuration"]

@@ -11,7 +11,7 @@ from headwater.config import ConfigError
 
 OPTIONS = ("unavailable.value.placeholder", "decimal.format", "value.converter.decimal.format", "changelog",
            "current", "txn.app.id", "table.prefix", "parallelism", "rewrite.fraction", "files",
-           "snapshot.files")
+           "snapshot.files", "small.batch.rows")
 DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
 DEFAULT_PARALLELISM = 4
 # a batch whose events may touch at least this share of a current-state table's rows rewrites the
@@ -19,6 +19,9 @@ DEFAULT_PARALLELISM = 4
 # is faster for a large share, and a MERGE of a few thousand changes already costs a good part of a
 # large one's time; see bench/README.md (Measurements behind design choices)
 DEFAULT_REWRITE_FRACTION = 0.1
+# a topic's batch of at most this many events is written by the driver with delta-rs (see
+# small_batch.py); Spark's writer costs a dozen jobs per table whatever the rows (bench/README.md)
+DEFAULT_SMALL_BATCH_ROWS = 10_000
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class SinkOptions:
     table_prefix: str | None
     parallelism: int
     rewrite_fraction: float
+    small_batch_rows: int = DEFAULT_SMALL_BATCH_ROWS  # 0: every batch through Spark
 
     @classmethod
     def parse(cls, options: Mapping[str, str], table_prefix: str | None = None) -> SinkOptions:
@@ -62,8 +66,14 @@ class SinkOptions:
         if not 0 <= rewrite_fraction <= 1 and rewrite_fraction != float("inf"):
             raise ConfigError([f"delta sink option rewrite.fraction={raw!r}: expected a number from 0 to 1 "
                                "(or inf: always MERGE)"])
+        raw = opts.pop("small.batch.rows", str(DEFAULT_SMALL_BATCH_ROWS))
+        if not raw.strip().isdigit():
+            raise ConfigError([f"delta sink option small.batch.rows={raw!r}: expected a whole number >= 0 "
+                               "(0: every batch through Spark)"])
+        small_batch_rows = int(raw)
         return cls(bytes.fromhex(placeholder[4:]) if placeholder.startswith("hex:") else placeholder.encode(),
-                   decimal_format, changelog, current, files, app_id, prefix, parallelism, rewrite_fraction)
+                   decimal_format, changelog, current, files, app_id, prefix, parallelism, rewrite_fraction,
+                   small_batch_rows)
 
 
 def _flag(options: dict[str, str], name: str, default: bool) -> bool:

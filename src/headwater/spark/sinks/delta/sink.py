@@ -24,6 +24,8 @@ from headwater.spark.sinks.delta.current import CurrentState
 from headwater.spark.sinks.delta.decoding import Part
 from headwater.spark.sinks.delta.options import SinkOptions, absolute
 from headwater.spark.sinks.delta.schemas import DATA_OPS, ENVELOPE_PREFIX, TYPED_ROWS, BatchSchemas, Summary
+from headwater.spark.sinks.delta.small_batch import SmallBatches
+from headwater.spark.sinks.delta.typed_changelog import TypedChangelog
 from headwater.spark.sinks.jsonl import topic_directory
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,7 @@ class DeltaSink:
         self.timings: dict[str, float] = {}  # seconds spent per step, summed over batches
         self.schemas = BatchSchemas(self.options.placeholder)
         self.current_state = CurrentState(self.options, self._timed, self._register)
+        self.small_batches = SmallBatches(self.options, self.current_state, self._timed, self._register)
 
     @contextmanager
     def _timed(self, step: str) -> Iterator[None]:
@@ -131,20 +134,35 @@ class DeltaSink:
             with self._timed("typed"):
                 records = events.filter(F.col(TYPED_ROWS).isNotNull())
                 source = decoding.typed_source(records, topic, summary.connector) if options.changelog else None
-                flat = once(decoding.typed_rows(records, topic, options.decimal_format, source))
+                flat = decoding.typed_rows(records, topic, options.decimal_format, source)
                 parsed = (decoding.typed_envelopes(flat, topic, options.decimal_format, source)
                           if source is not None else None)
-                parts.append(Part(parsed, ct.NATIVE, ":rows", flat=flat, records=records))
+                # the change log written from the records by the executors (typed_changelog), else
+                # by Spark from the decoded rows, which the current state reads too (persisted)
+                log_files = None if source is None else TypedChangelog.plan(
+                    session, records, parsed, topic, source, changelog.changelog_columns(summary.connector),
+                    self.changelog_path(summary.topic), batch_id, options.files)
+                flat = (decoding.typed_rows(records, topic, options.decimal_format, None) if log_files is not None
+                        else once(flat))
+                parts.append(Part(parsed, ct.NATIVE, ":rows", flat=flat, records=records, changelog=log_files))
             events = events.filter(F.col(TYPED_ROWS).isNull())
         if summary.records > summary.typed:
             parts.append(Part(once(decoding.json_events(events, topic, summary, options.decimal_format)),
                               options.decimal_format, ""))
         try:
+            # a small batch: written by the driver with delta-rs, unless a table needs Spark's path
+            if self.small_batches.applies(summary) and self.small_batches.write(
+                    session, parts, topic, summary, table, table_path, self.changelog_path(summary.topic), batch_id,
+                    app, changelog=options.changelog, current=current):
+                return
             if options.changelog:
                 with self._timed("changelog"):
                     path = self.changelog_path(summary.topic)
                     columns = changelog.changelog_columns(summary.connector)
                     for part in parts:
+                        if part.changelog is not None:
+                            part.changelog.append(f"{app}:changelog{part.tag}", batch_id)
+                            continue
                         changelog.append(part.parsed, topic, columns, part.fmt, path, f"{app}:changelog{part.tag}",
                                          batch_id)
                     self._register(session, summary.topic + CHANGELOG_SUFFIX, path)
