@@ -72,9 +72,11 @@ def _rows(spark, path: Path, drop: tuple[str, ...] = ()) -> list[dict]:
 def test_typed_snapshot_rows_equal_snapshot_events(spark, pg_db, tmp_path):
     pg_db.execute(SETUP)
     # the pipeline's default: rows; a second sink writes current-state tables only (its typed rows
-    # are decoded to fewer columns)
+    # are decoded to fewer columns), through Spark even for this small snapshot (the driver's path
+    # for small batches is compared with Spark's in test_small_batch.py)
     typed_lake, typed = _run(spark, pg_db, tmp_path, "rows", None,
-                             [{"type": "delta", "path": "current_only", "changelog": "false"}])
+                             [{"type": "delta", "path": "current_only", "changelog": "false",
+                               "small.batch.rows": "0"}])
     events_lake, events = _run(spark, pg_db, tmp_path, "events", "events")
     assert typed.source_options()["snapshotDelivery"] == "rows"
     typed_sink, events_sink = typed.sinks[0], events.sinks[0]

@@ -187,7 +187,8 @@ class StreamingReader:
                     self._send_feedback(force=False)
                     last_feedback = now
                     wait = 0.2 if not beats else min(0.2, max(self._next_heartbeat - time.monotonic(), 0.01))
-                    if self._wake is not None and self._wake[0] in select.select(watch, [], [], wait)[0]:
+                    ready = select.select(watch, [], [], wait)[0]
+                    if self._wake is not None and self._wake[0] in ready:
                         with contextlib.suppress(BlockingIOError):
                             while os.read(self._wake[0], 4096):
                                 pass
@@ -211,6 +212,11 @@ class StreamingReader:
                     for fd in self._wake:
                         os.close(fd)
                     self._wake = None
+        if beats and stop.is_set():
+            # A clean stop: the idle position once more, so that the last stored offset is not
+            # behind a keepalive position psycopg2 acknowledged on its own since the last heartbeat
+            # (it reports the server's wal_end as flushed once everything received was).
+            self._heartbeat(idle=True)
         self._flush()
 
     def _refresh_xmin(self) -> None:
