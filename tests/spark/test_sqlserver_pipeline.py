@@ -10,9 +10,6 @@ import contextlib
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,14 +19,13 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers.processes import descendants, running
+from helpers.pipeline_driver import PipelineDriver
 from helpers.sqlserver import SqlServerEmulator
 from helpers.sqlserver_conformance import wait_captured
 from helpers.sqlserver_workload import TABLES, Change, Key, Workload, create_databases, table_rows
 
 pytestmark = pytest.mark.postgres  # the emulator is backed by PostgreSQL
 
-HEADWATER = Path(sys.prefix) / "bin" / "headwater"
 SEED = int(os.environ.get("HEADWATER_DELIVERY_SEED", "0")) or random.randrange(1, 10**6)
 
 
@@ -171,63 +167,6 @@ def test_snapshot_under_concurrent_writes_and_streaming_of_two_databases(spark, 
             assert len(events) == spark.read.format("delta").load(sink.changelog_path(topic)).count() > 300
 
 
-class Driver:
-    """`headwater pipeline FILE` in a process group of its own: SIGKILL takes its JVM and Python workers."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.checkpoint = workdir / "checkpoint"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.runs = 0
-        self.kills: list[str] = []
-
-    def start(self, pipeline: Path) -> None:
-        self.runs += 1
-        with open(self.workdir / f"run{self.runs}.log", "wb") as log:
-            self.proc = subprocess.Popen([str(HEADWATER), "pipeline", str(pipeline)], cwd=self.workdir,
-                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-
-    def logs(self) -> str:
-        return "\n".join(f"--- run {i} ---\n{(self.workdir / f'run{i}.log').read_text(errors='replace')[-4000:]}"
-                         for i in range(max(1, self.runs - 2), self.runs + 1))
-
-    def last(self, kind: str) -> int:
-        directory = self.checkpoint / kind
-        ids = sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit()) if directory.is_dir() else []
-        return ids[-1] if ids else -1
-
-    def wait_for(self, condition: Any, what: str, timeout: float = 300) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise AssertionError(f"run {self.runs} exited with {self.proc.returncode}\n{self.logs()}")
-            time.sleep(0.05)
-        raise AssertionError(f"run {self.runs}: {what} did not happen within {timeout:.0f} s\n{self.logs()}")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        planned, committed = self.last("offsets"), self.last("commits")
-        victims = [self.proc.pid, *descendants(self.proc.pid)]
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        for pid in victims:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        self.proc.wait(30)
-        deadline = time.monotonic() + 30
-        while any(running(pid) for pid in victims) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.kills.append(f"run {self.runs}: batch {planned} planned, {committed} committed")
-
-    def cleanup(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
-
-
 @pytest.mark.timeout(900)
 def test_spark_driver_killed_while_streaming_loses_nothing(spark, sqlserver, tmp_path) -> None:
     """SIGKILL of the driver (`headwater pipeline` with its JVM) twice while it streams two databases, at a
@@ -244,7 +183,7 @@ def test_spark_driver_killed_while_streaming_loses_nothing(spark, sqlserver, tmp
         **{"max.iteration.transactions": "5"}))
     final = write_pipeline(tmp_path, "final.yaml", pipeline_doc(
         sqlserver, tmp_path, databases, prefix, {"availableNow": True}, **{"max.iteration.transactions": "5"}))
-    driver = Driver(tmp_path)
+    driver = PipelineDriver(tmp_path, context=f"seed {SEED}")
     workload = Workload(sqlserver, databases, rows=100, seed=SEED, pause=0.02)
     try:
         driver.start(streaming)
