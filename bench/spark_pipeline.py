@@ -13,8 +13,10 @@ SparkSession for the whole run:
    The pipeline is the default one, current-state tables *and* change logs (``--no-changelog``:
    current state only); the change log must then hold ``--rows`` snapshot reads.
 2. streaming — per workload (``big``: one ``UPDATE`` of every row; ``small``: pgbench transactions
-   of 10 rows), the raw pgoutput receive rate of a minimal psycopg2 counting client on a copy of a
-   slot made before the workload (``bench/standalone_stream.py``'s ceiling) against a timed
+   of 10 rows), the raw pgoutput receive rate on a copy of a slot made before the workload — the
+   fastest of ``--receivers``, by default ``bench/standalone_stream.py``'s four: psycopg2 counting
+   clients and ``pg_recvlogical`` to /dev/null, each with proto 1 and with proto 2 +
+   ``streaming=on`` (the source's own options) — against a timed
    ``availableNow`` run that consumes the same WAL into the Delta table the snapshot wrote. The
    pipeline's slot, checkpoint and Delta table all exist before the workload (they are the
    snapshot run's); every repeat runs on copies of them (``pg_copy_logical_replication_slot`` and
@@ -439,9 +441,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--changelog", action=argparse.BooleanOptionalAction, default=True,
                    help="write the change-log tables too, as the pipeline does by default (default: on; "
                    "--no-changelog: current-state tables only)")
-    p.add_argument("--receivers", default="psycopg2-p1",
+    p.add_argument("--receivers", default=",".join(RECEIVERS),
                    help=f"the streaming ceiling: the fastest of these receivers (comma list of {', '.join(RECEIVERS)}; "
-                   "default psycopg2-p1, the ceiling of this benchmark's earlier figures)")
+                   "default all four, as standalone_stream.py: the source's own protocol options (proto 2 with "
+                   "streaming) and the alternatives; psycopg2-p1 was the ceiling of the figures before 2026-11-28 "
+                   "04:00)")
     p.add_argument("--warmup-rounds", type=int, default=3, help="times the warm-up pipeline runs (default 3)")
     p.add_argument("--warmup-rows", type=int, default=20_000, help="rows of the warm-up pipeline run before "
                    "anything is measured (default 20,000; 0: none, the first snapshot then runs cold)")

@@ -41,7 +41,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -49,9 +48,20 @@ from typing import Any
 
 import orjson
 
-from headwater.embedded.postgres import ThrowawayPostgres
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-DB = "bench"
+# the throughput bench's table, rows, cluster set-up and headwater configuration
+from standalone_stream import (
+    DB,
+    TABLE,
+    log,
+    parse_with_headwater,
+    properties,
+    row_sql,
+    scratch,
+    start_cluster,
+)
+
 TARGET_P99_MS = 50.0
 # synchronous_commit as a server has it by default: the throwaway cluster turns it off, and then
 # committed WAL reaches logical decoding only at the WAL writer's next round (wal_writer_delay, 200 ms)
@@ -60,29 +70,7 @@ IN_MODIFY = 0x00000002
 PUB, FLOOR_SLOT = "lat_floor_pub", "lat_floor"
 _INSERT = b"I"[0]
 
-PROPERTIES = """\
-debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector
-debezium.source.database.hostname={host}
-debezium.source.database.port={port}
-debezium.source.database.user=postgres
-debezium.source.database.dbname={db}
-debezium.source.topic.prefix=bench
-debezium.source.plugin.name=pgoutput
-debezium.source.table.include.list=public.t
-debezium.source.offset.storage.file.filename={dir}/offsets.json
-debezium.format.key=json
-debezium.format.value=json
-debezium.sink.type=jsonl
-debezium.sink.jsonl.path={out}
-"""
-
-INSERT = ("INSERT INTO t VALUES (%s, 'name-' || %s, (%s %% 100000) / 100.0, "
-          "timestamptz '2024-01-01 00:00:00+00' + %s * interval '1 second', %s %% 2 = 0, "
-          "jsonb_build_object('id', %s, 'tag', 'tag-' || (%s %% 100), 'vals', jsonb_build_array(%s %% 7, %s %% 11)))")
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+INSERT = f"INSERT INTO t VALUES ({row_sql('%(id)s')})"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -223,28 +211,21 @@ def _cpu_ticks(pid: int) -> int:
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.pg = ThrowawayPostgres(settings=SETTINGS, keep=args.keep)
-        self.work = Path(tempfile.mkdtemp(prefix="headwater-latency-"))
-        out_dir = Path(args.output_dir) if args.output_dir else (
-            Path("/dev/shm") if Path("/dev/shm").is_dir() else self.work)
+        self.pg, self.work, out_dir = scratch(args, SETTINGS, "headwater-latency-")
         self.out = out_dir / f"headwater-latency-{os.getpid()}.jsonl"
         self.proc: subprocess.Popen[bytes] | None = None
         self.next_id = 1
 
     def run(self) -> list[Phase]:
-        self.pg.start()
-        self.pg.create_database(DB)
-        admin = self.pg.connect(DB)
+        admin = start_cluster(self.pg)
         with admin.cursor() as cur:
-            cur.execute("CREATE TABLE t(id int PRIMARY KEY, name text, amount numeric(12,2), ts timestamptz, "
-                        "flag bool, doc jsonb)")
+            cur.execute(f"CREATE TABLE {TABLE}")
             cur.execute(f"CREATE PUBLICATION {PUB} FOR TABLE t")
             cur.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (FLOOR_SLOT,))
         admin.close()
         self.out.write_bytes(b"")  # created here so the detector can watch it from the start
         props = self.work / "application.properties"
-        props.write_text(PROPERTIES.format(host=self.pg.host, port=self.pg.port, db=DB, dir=self.work, out=self.out)
-                         + "".join(f"{kv}\n" for kv in self.args.set))
+        props.write_text(properties(self.pg, self.work, self.out) + "".join(f"{kv}\n" for kv in self.args.set))
         ctx = multiprocessing.get_context("fork")
         ready, stop = ctx.Event(), ctx.Event()
         receiver, sender = ctx.Pipe(duplex=False)
@@ -326,7 +307,7 @@ class Bench:
     def _insert(self, conn: Any, commits: dict[int, tuple[int, int]]) -> None:
         i = self.next_id
         with conn.cursor() as cur:
-            cur.execute(INSERT, (i,) * 9)
+            cur.execute(INSERT, {"id": i})
         conn.commit()
         commits[i] = (time.monotonic_ns(), time.time_ns())
         self.next_id += 1
@@ -344,7 +325,6 @@ class Bench:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    default_hw = Path(sys.executable).with_name("headwater")
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter,
                                 epilog=f"Target: p99 <= {TARGET_P99_MS:g} ms at every rate, nothing lost or "
                                        "duplicated.")
@@ -360,8 +340,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="an extra line for application.properties (e.g. debezium.source.encoding.workers=0); "
                         "repeatable. Without it, Headwater runs with the defaults")
     p.add_argument("--timeout", type=float, default=120, help="seconds to wait for the first row (default 120)")
-    p.add_argument("--headwater", default=str(default_hw), help=f"the headwater executable (default {default_hw})")
-    args = p.parse_args(argv)
+    args = parse_with_headwater(p, argv)
     if args.quick:
         args.seconds, args.warmup = 5, 2
     args.rate_list = [int(r) for r in args.rates.split(",") if r.strip()]
@@ -370,9 +349,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if not os.access(args.headwater, os.X_OK):
-        print(f"headwater executable not found: {args.headwater}", file=sys.stderr)
-        return 2
     t0 = time.monotonic()
     bench = Bench(args)
     phases = bench.run()

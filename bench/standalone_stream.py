@@ -63,6 +63,7 @@ PUB = "b_pub"
 SRC_SLOT = "b_src"
 TARGET_RATIO = 0.50  # headwater rows/s ÷ the fastest receiver's rows/s, on big and small (issue 23)
 MEMORY_TOLERANCE = 0.20  # peak RSS at rows at most 20 % above the peak at rows/10: no growth with transaction size
+MAX_RSS_MIB = 256  # default --max-rss-mib: the peak RSS every Headwater run must stay under (bench/README.md)
 SETTINGS = {
     "logical_decoding_work_mem": "64MB",
     "max_wal_size": "4GB",
@@ -77,26 +78,57 @@ _B, _C, _I, _U, _D = b"B"[0], b"C"[0], b"I"[0], b"U"[0], b"D"[0]
 _CHANGES = frozenset((_I, _U, _D))
 _STREAM_START, _STREAM_STOP, _STREAM_COMMIT, _STREAM_ABORT = b"S"[0], b"E"[0], b"c"[0], b"A"[0]
 
-PROPERTIES = """\
-debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector
-debezium.source.database.hostname={host}
-debezium.source.database.port={port}
-debezium.source.database.user=postgres
-debezium.source.database.dbname={db}
-debezium.source.topic.prefix=bench
-debezium.source.plugin.name=pgoutput
-debezium.source.slot.name={slot}
-debezium.source.publication.name={pub}
-debezium.source.publication.autocreate.mode=filtered
-debezium.source.table.include.list=public.t
-debezium.source.snapshot.mode=no_data
-debezium.source.offset.storage.file.filename={dir}/offsets.json
-debezium.source.offset.flush.interval.ms=1000
-debezium.format.key=json
-debezium.format.value=json
-debezium.sink.type=jsonl
-debezium.sink.jsonl.path={out}
-"""
+# the bench table; `row_sql` gives a row's values from its id, so every bench writes the same rows
+TABLE = "t(id int PRIMARY KEY, name text, amount numeric(12,2), ts timestamptz, flag bool, doc jsonb)"
+
+
+def row_sql(i: str) -> str:
+    """The select list of the row whose id is the SQL expression `i` (``%`` doubled, for a statement with
+    parameters)."""
+    return (f"{i}, 'name-' || {i}, ({i} %% 100000) / 100.0, "
+            f"timestamptz '2024-01-01 00:00:00+00' + {i} * interval '1 second', {i} %% 2 = 0, "
+            f"jsonb_build_object('id', {i}, 'tag', 'tag-' || ({i} %% 100), 'vals', "
+            f"jsonb_build_array({i} %% 7, {i} %% 11))")
+
+
+def properties(pg: ThrowawayPostgres, work: Path, out: Path, source: dict[str, str] | None = None) -> str:
+    """application.properties of a `headwater run` capturing table t into the jsonl file `out`, its offsets in
+    `work`: JSON with schemas, the connector's defaults but for what `source` (debezium.source.*) adds."""
+    settings = {"connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+                "database.hostname": pg.host, "database.port": str(pg.port), "database.user": "postgres",
+                "database.dbname": DB, "topic.prefix": "bench", "plugin.name": "pgoutput",
+                "table.include.list": "public.t", "offset.storage.file.filename": f"{work}/offsets.json",
+                **(source or {})}
+    return ("".join(f"debezium.source.{k}={v}\n" for k, v in settings.items())
+            + f"debezium.format.key=json\ndebezium.format.value=json\ndebezium.sink.type=jsonl\n"
+              f"debezium.sink.jsonl.path={out}\n")
+
+
+def scratch(args: argparse.Namespace, settings: dict[str, str], prefix: str) -> tuple[ThrowawayPostgres, Path, Path]:
+    """A throwaway cluster with `settings` (not started; kept with --keep), a new work dir, and the directory
+    the jsonl sink writes to: --output-dir, else tmpfs (/dev/shm), else the work dir."""
+    pg = ThrowawayPostgres(settings=settings, keep=args.keep)
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    output_dir = Path(args.output_dir) if args.output_dir else (
+        Path("/dev/shm") if Path("/dev/shm").is_dir() else work)
+    return pg, work, output_dir
+
+
+def start_cluster(pg: ThrowawayPostgres) -> Any:
+    """Starts the cluster and creates the bench database; a connection to it (autocommit)."""
+    pg.start()
+    pg.create_database(DB)
+    return pg.connect(DB)
+
+
+def parse_with_headwater(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """`p`'s arguments and --headwater, the executable benchmarked (argparse's exit code 2 when it is not one)."""
+    default = Path(sys.executable).with_name("headwater")
+    p.add_argument("--headwater", default=str(default), help=f"the headwater executable (default {default})")
+    args = p.parse_args(argv)
+    if not os.access(args.headwater, os.X_OK):
+        p.error(f"headwater executable not found: {args.headwater}")
+    return args
 
 
 def log(msg: str) -> None:
@@ -159,10 +191,7 @@ class Segment:
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.pg = ThrowawayPostgres(settings=SETTINGS, keep=args.keep)
-        self.work = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
-        self.output_dir = Path(args.output_dir) if args.output_dir else (
-            Path("/dev/shm") if Path("/dev/shm").is_dir() else self.work)
+        self.pg, self.work, self.output_dir = scratch(args, SETTINGS, "headwater-bench-")
         self.conn: Any = None
         self.copies = 0
         self.start_amounts: array[int] = array("q")
@@ -171,9 +200,7 @@ class Bench:
 
     def start(self) -> None:
         t = time.monotonic()
-        self.pg.start()
-        self.pg.create_database(DB)
-        self.conn = self.pg.connect(DB)
+        self.conn = start_cluster(self.pg)
         log(f"cluster {self.pg.host}:{self.pg.port} at {self.pg.root_dir} ({time.monotonic() - t:.1f} s); "
             f"work dir {self.work}")
 
@@ -194,13 +221,8 @@ class Bench:
 
     def load(self, rows: int) -> None:
         t = time.monotonic()
-        self.sql("CREATE TABLE t(id int PRIMARY KEY, name text, amount numeric(12,2), ts timestamptz, flag bool, "
-                 "doc jsonb)")
-        self.sql(
-            "INSERT INTO t SELECT g, 'name-' || g, (g %% 100000) / 100.0, "
-            "timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second', g %% 2 = 0, "
-            "jsonb_build_object('id', g, 'tag', 'tag-' || (g %% 100), 'vals', jsonb_build_array(g %% 7, g %% 11)) "
-            "FROM generate_series(1, %s) g", (rows,))
+        self.sql(f"CREATE TABLE {TABLE}")
+        self.sql(f"INSERT INTO t SELECT {row_sql('g')} FROM generate_series(1, %s) g", (rows,))
         self.sql(f"CREATE PUBLICATION {PUB} FOR TABLE public.t")
         self.sql("VACUUM ANALYZE t")
         self.sql("CHECKPOINT")
@@ -298,6 +320,11 @@ class Bench:
             while True:
                 m = cur.read_message()
                 if m is None:
+                    # a keepalive at or past the end: the server sent everything before it. The end
+                    # LSN is read after the workload, so a record written after its last commit
+                    # (the background writer's running-transactions record) leaves no commit there
+                    if cur.wal_end >= target and first is not None:
+                        break
                     if time.monotonic() > deadline:
                         error = f"timeout after {self.args.timeout} s"
                         break
@@ -339,7 +366,7 @@ class Bench:
                     else:
                         streamed.get(xid, {}).pop(sub, None)
             if error is None:
-                cur.send_feedback(flush_lsn=m.data_start, reply=True)
+                cur.send_feedback(flush_lsn=cur.wal_end if m is None else m.data_start, reply=True)
             elapsed = time.monotonic() - t0
         finally:
             conn.close()
@@ -390,8 +417,9 @@ class Bench:
         rundir.mkdir()
         props = rundir / "application.properties"
         out = self.output_dir / f"headwater-bench-{os.getpid()}-{seg.name}-{self.copies}.jsonl"
-        props.write_text(PROPERTIES.format(host=self.pg.host, port=self.pg.port, db=DB, slot=slot, pub=PUB,
-                                           dir=rundir, out=out))
+        props.write_text(properties(self.pg, rundir, out, {
+            "slot.name": slot, "publication.name": PUB, "publication.autocreate.mode": "filtered",
+            "snapshot.mode": "no_data", "offset.flush.interval.ms": "1000"}))
         logfile = (rundir / "headwater.log").open("wb")
         counter = LineCounter(out)
         first = startup = hwm = None
@@ -622,7 +650,8 @@ def fastest(seg: Segment) -> tuple[str | None, float | None]:
     return name, rates[name]
 
 
-def report(segments: list[Segment], memory: tuple[Segment, Segment] | None, workloads: list[str]) -> dict[str, Any]:
+def report(segments: list[Segment], memory: tuple[Segment, Segment] | None, workloads: list[str],
+           max_rss_mib: float) -> dict[str, Any]:
     verdicts: list[tuple[str, bool, str]] = []
     for seg in segments:
         failed = [r for r in seg.runs if r.error]
@@ -661,6 +690,16 @@ def report(segments: list[Segment], memory: tuple[Segment, Segment] | None, work
         else:
             ok, detail = False, "peak RSS not measured"
         verdicts.append(("memory", ok, detail))
+    peaks = [(r.peak_rss_mib, seg.name) for seg in segments for r in seg.runs if r.consumer == "headwater"]
+    if peaks:
+        # the growth check above cannot fail when both sides grow alike; this bound can
+        measured = [(peak, name) for peak, name in peaks if peak is not None]
+        if len(measured) == len(peaks):
+            peak, where = max(measured)
+            verdicts.append(("rss", peak <= max_rss_mib, f"highest peak RSS of a Headwater run {peak:,.0f} MiB "
+                                                         f"({where}; target at most {max_rss_mib:,.0f} MiB)"))
+        else:
+            verdicts.append(("rss", False, "peak RSS not measured"))
     print()
     for name, ok, detail in verdicts:
         print(f"  {name:<7} {'PASS' if ok else 'FAIL'}  {detail}")
@@ -678,10 +717,10 @@ def report(segments: list[Segment], memory: tuple[Segment, Segment] | None, work
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    default_hw = Path(sys.executable).with_name("headwater")
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter,
                                 epilog="Targets: headwater / fastest receiver >= 0.50 on big and small; "
-                                       "peak RSS at 1,000,000 rows at most 20% above the peak at 100,000.")
+                                       "peak RSS at 1,000,000 rows at most 20% above the peak at 100,000; "
+                                       f"peak RSS of every Headwater run at most --max-rss-mib ({MAX_RSS_MIB}).")
     p.add_argument("--rows", type=int, default=None, help="table rows = rows changed by big (default 1,000,000)")
     p.add_argument("--transactions", type=int, default=None,
                    help="small: pgbench transactions of 10 rows (default 100,000; must be even)")
@@ -696,10 +735,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "the disk; pass a disk path to include it)")
     p.add_argument("--json", metavar="OUT", help="write all measurements as JSON")
     p.add_argument("--timeout", type=float, default=600, help="seconds per consumer run (default 600)")
+    p.add_argument("--max-rss-mib", type=float, default=MAX_RSS_MIB,
+                   help=f"the peak RSS (MiB) no Headwater run may exceed (default {MAX_RSS_MIB})")
     p.add_argument("--consumers", default="ceiling,headwater",
                    help=f"comma list of {', '.join(RECEIVERS)}, headwater; ceiling = all four receivers")
-    p.add_argument("--headwater", default=str(default_hw), help=f"the headwater executable (default {default_hw})")
-    args = p.parse_args(argv)
+    args = parse_with_headwater(p, argv)
     args.rows = args.rows or (100_000 if args.quick else 1_000_000)
     args.transactions = args.transactions or (10_000 if args.quick else 100_000)
     args.workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
@@ -715,14 +755,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--rows must be a multiple of 10, at least 100")
     if args.transactions < 2 or args.transactions % 2:
         p.error("--transactions must be even (two pgbench clients)")
+    if args.max_rss_mib <= 0:
+        p.error("--max-rss-mib must be positive")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if not os.access(args.headwater, os.X_OK):
-        print(f"headwater executable not found: {args.headwater}", file=sys.stderr)
-        return 2
     t_start = time.monotonic()
     bench = Bench(args)
     segments: list[Segment] = []
@@ -749,7 +788,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         bench.close()
     total = time.monotonic() - t_start
-    summary = report(segments, memory, args.workloads)
+    summary = report(segments, memory, args.workloads, args.max_rss_mib)
     print(f"total {total:.0f} s on {os.cpu_count()} cores (load average at end {os.getloadavg()[0]:.1f})")
     if args.json:
         doc = {

@@ -22,73 +22,36 @@ import time
 from pathlib import Path
 from typing import Any
 
-from headwater import config as cfg
-from headwater.connectors.postgres.connector import PostgresConnector
-from headwater.connectors.postgres.events import (
-    RELATION,
-    ChangeEventBuilder,
-    Chunk,
-    ChunkBuilder,
-    StreamPosition,
-    advance_position,
-)
-from headwater.connectors.postgres.metadata import CatalogReader
+from headwater.connectors.postgres.events import Chunk, ChunkBuilder
 from headwater.embedded.postgres import ThrowawayPostgres
 from headwater.engine.memory import tune_allocator
 from headwater.serialization.parallel import encode_items
-from headwater.standalone import serializer_settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+# the fast path's test and this bench cut and build chunks alike; the table is standalone_stream.py's
+from helpers.fast_path import TwoPaths, peeked
+from standalone_stream import DB, TABLE, row_sql
 
 CHUNK = 2048  # headwater.connectors.postgres.streaming.WORKER_CHUNK
 _TS = re.compile(rb'"ts_ms":\d+,"ts_us":\d+,"ts_ns":\d+\}(\}?),"headers"')
 
 
 def _messages(pg: ThrowawayPostgres, rows: int) -> list[tuple[bytes, int]]:
-    conn = pg.connect("bench")
+    conn = pg.connect(DB)
     conn.autocommit = True
     with conn.cursor() as cur:
-        cur.execute("CREATE TABLE t(id int PRIMARY KEY, name text, amount numeric(12,2), ts timestamptz, "
-                    "flag bool, doc jsonb)")
-        cur.execute(
-            "INSERT INTO t SELECT g, 'name-' || g, (g %% 100000) / 100.0, "
-            "timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second', g %% 2 = 0, "
-            "jsonb_build_object('id', g, 'tag', 'tag-' || (g %% 100), 'vals', jsonb_build_array(g %% 7, g %% 11)) "
-            "FROM generate_series(1, %s) g", (rows,))
+        cur.execute(f"CREATE TABLE {TABLE}")
+        cur.execute(f"INSERT INTO t SELECT {row_sql('g')} FROM generate_series(1, %s) g", (rows,))
         cur.execute("CREATE PUBLICATION b_pub FOR TABLE public.t")
         cur.execute("SELECT pg_create_logical_replication_slot('b_enc', 'pgoutput')")
         cur.execute("UPDATE t SET amount = amount + 1")
         cur.execute("SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes('b_enc', NULL, NULL, "
                     "'proto_version', '1', 'publication_names', 'b_pub')")
-        out = []
-        for lsn, data in cur.fetchall():
-            hi, lo = lsn.split("/")
-            out.append((bytes(data), (int(hi, 16) << 32) | int(lo, 16)))
+        out = peeked(cur.fetchall())
     conn.close()
     return out
-
-
-def _chunks(settings: Any, conn: Any, messages: list[tuple[bytes, int]]) -> list[Chunk]:
-    registry = settings.registry(CatalogReader(conn))
-    position = StreamPosition()
-    reader = ChangeEventBuilder(settings, registry, position, lambda _: None)
-    chunks: list[Chunk] = []
-    pending: list[tuple[bytes, int]] = []
-    start: StreamPosition | None = None
-    for payload, lsn in [*messages, (b"", 0)]:
-        if not payload or payload[0] == RELATION or len(pending) >= CHUNK:
-            if pending:
-                oids = {int.from_bytes(p[1:5], "big") for p, _ in pending if p[0] in b"IUD"}
-                chunks.append(Chunk(start, pending, {oid: registry.definition(oid) for oid in oids}))  # type: ignore[arg-type]
-            pending, start = [], None
-        if not payload:
-            break
-        if payload[0] == RELATION:
-            reader.handle(payload, lsn)
-            continue
-        if start is None:
-            start = StreamPosition(**vars(position))
-        advance_position(position, payload, lsn)
-        pending.append((payload, lsn))
-    return chunks
 
 
 def _run(builder: ChunkBuilder, serializer: Any, chunks: list[Chunk]) -> tuple[float, list[Any]]:
@@ -108,30 +71,23 @@ def main() -> int:
                                      "synchronous_commit": "on"})
     pg.start()
     try:
-        pg.create_database("bench")
+        pg.create_database(DB)
         messages = _messages(pg, args.rows)
         with tempfile.TemporaryDirectory() as tmp:
-            props = {"connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-                     "database.hostname": pg.host, "database.port": str(pg.port), "database.user": "postgres",
-                     "database.dbname": "bench", "topic.prefix": "bench", "plugin.name": "pgoutput",
-                     "slot.name": "b_enc", "publication.name": "b_pub", "table.include.list": "public.t",
-                     "offset.storage.file.filename": str(Path(tmp) / "offsets.json")}
-            config = cfg.from_properties(props)
-        connector = PostgresConnector(config.connector)
-        settings = connector.builder_settings()
-        conn = pg.connect("bench")
-        chunks = _chunks(settings, conn, messages)
+            two = TwoPaths({"connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+                            "database.hostname": pg.host, "database.port": str(pg.port), "database.user": "postgres",
+                            "database.dbname": DB, "topic.prefix": "bench", "plugin.name": "pgoutput",
+                            "slot.name": "b_enc", "publication.name": "b_pub", "table.include.list": "public.t",
+                            "offset.storage.file.filename": str(Path(tmp) / "offsets.json")})
+        conn = pg.connect(DB)
+        chunks = two.chunks(conn, messages, CHUNK)
         conn.close()
     finally:
         pg.stop()
-    ser = serializer_settings(config, connector)
-    general, fast = ChunkBuilder(settings), ChunkBuilder(settings)
-    general_ser, fast_ser = ser.create(in_place=True), ser.create(in_place=True)
-    fast.render_with(fast_ser)
     best = {"general": float("inf"), "fast": float("inf")}
     outputs: dict[str, list[Any]] = {}
     for _ in range(args.repeat + 1):  # the first round warms up (schemas, fragments) and is not counted
-        for name, builder, serializer in (("general", general, general_ser), ("fast", fast, fast_ser)):
+        for name, builder, serializer in two.paths():
             spent, batches = _run(builder, serializer, chunks)
             if name in outputs:
                 best[name] = min(best[name], spent)

@@ -11,35 +11,11 @@ from typing import Any
 from headwater.engine.coordinator import Engine, EngineSettings
 from headwater.engine.offsets import MemoryOffsetStore
 from headwater.engine.queue import ChangeEventQueue
-from headwater.engine.records import SourceRecord
 from helpers.memory_connector import MemoryConnector, MemoryDatabase
+from helpers.memory_sink import RecordingSink
 
 LONG_MS = 120_000   # poll.interval.ms / offset.flush.interval.ms: a wait on them cannot go unnoticed
 PATIENCE_S = 20     # how long the test waits for what must come at once
-
-
-class StampingSink:
-    def __init__(self) -> None:
-        self.records: list[SourceRecord] = []
-        self.changed = threading.Condition()
-
-    def write(self, records: list[SourceRecord]) -> None:
-        with self.changed:
-            self.records.extend(records)
-            self.changed.notify_all()
-
-    def write_encoded(self, batch: Any) -> None:
-        raise AssertionError("no encoded batches here")
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def wait_for(self, n: int) -> bool:
-        with self.changed:
-            return self.changed.wait_for(lambda: len(self.records) >= n, PATIENCE_S)
 
 
 def test_poll_returns_a_present_item_without_waiting_for_the_interval_or_a_full_batch():
@@ -65,7 +41,7 @@ def test_a_streamed_change_reaches_the_sink_without_waiting_for_poll_or_flush_in
     db = MemoryDatabase()
     db.create("a", "id", "v")
     db.insert("a", 1, 10)
-    sink = StampingSink()
+    sink = RecordingSink()
     store = MemoryOffsetStore()
     engine = Engine(MemoryConnector(db), sink, store,
                     EngineSettings(poll_interval_ms=LONG_MS, offset_flush_interval_ms=LONG_MS))
@@ -73,10 +49,10 @@ def test_a_streamed_change_reaches_the_sink_without_waiting_for_poll_or_flush_in
     thread = threading.Thread(target=engine.run, args=(stop,), daemon=True)
     thread.start()
     try:
-        assert sink.wait_for(1), "the snapshot row did not arrive"
+        assert sink.wait_for(1, PATIENCE_S), "the snapshot row did not arrive"
         for i in range(2, 5):  # one change at a time, each while the engine is idle
             db.insert("a", i, i * 10)
-            assert sink.wait_for(i), f"change {i} waited for a timer"
+            assert sink.wait_for(i, PATIENCE_S), f"change {i} waited for a timer"
         assert [r.value["after"]["id"] for r in sink.records] == [1, 2, 3, 4]
         assert store.load(engine.connector.partition()) is None  # offsets wait for their own interval
     finally:

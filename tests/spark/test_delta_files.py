@@ -352,3 +352,52 @@ def test_string_bounds(values, low, high):
     bounds = delta_files._Bounds(pa.string())
     bounds.add(pa.array(values, pa.string()))
     assert (bounds.low, bounds.high if bounds.exact_high else None) == (low, high)
+
+
+def test_a_paired_writer_writes_what_each_writer_writes_alone(tmp_path):
+    """Two writers fed by one pass over the records (a snapshot's change log and current state in
+    one job) write the files each writes alone: same rows, same statistics, each file tagged with
+    its writer, a new file every `file_rows` rows for each."""
+    schema = _table_schema()
+    stats = [f.name for f in schema.fields]
+    blobs = [_blob(1, 5, ["a", None]), _blob(6, 4, [LONG]), _blob(10, 3, ["b"])]
+    # a column ahead of the rows, as the change log's writer reads it: each writer takes its own
+    records = [pa.RecordBatch.from_pydict({"value": pa.array(["v"] * 3), "typed_rows": pa.array(blobs, pa.binary())})]
+
+    def writer(name: str, file_rows: int) -> delta_files.ParquetFileWriter:
+        (tmp_path / name).mkdir(exist_ok=True)
+        return delta_files.ParquetFileWriter(str(tmp_path / name), schema, stats, position=POSITION, op=OP,
+                                             ts_ms=TS_MS, file_rows=file_rows)
+    alone = {name: list(writer(name, rows)(iter([r.select(["typed_rows"]) for r in records])))
+             for name, rows in (("alone_a", 4), ("alone_b", 100))}
+    paired = delta_files.PairedFileWriter((writer("paired_a", 4), ["typed_rows"]),
+                                          (writer("paired_b", 100), ["typed_rows"]))
+    out = pa.Table.from_batches(list(paired(iter(records)))).to_pylist()
+    assert [r["writer"] for r in out] == [0, 0, 0, 1]  # a file per 4 rows of the first (5, 4 and 3 rows)
+    for index, name in enumerate(("a", "b")):
+        mine = [r for r in out if r["writer"] == index]
+        expected = pa.Table.from_batches(alone[f"alone_{name}"]).to_pylist()
+        assert [(r["rows"], r["stats"]) for r in mine] == [(r["rows"], r["stats"]) for r in expected]
+        read = [pq.read_table(tmp_path / f"paired_{name}" / r["path"]) for r in mine]
+        wanted = [pq.read_table(tmp_path / f"alone_{name}" / r["path"]) for r in expected]
+        assert [t.to_pylist() for t in read] == [t.to_pylist() for t in wanted]
+
+
+@pytest.mark.parametrize("name", ["plain", "with space", "part"])
+def test_a_versions_rows_read_from_its_files_are_sparks(spark, tmp_path, name):
+    """A table's rows at its current version, read as the files its log lists (or through Spark's
+    Delta source for paths Spark would take for patterns, and partitioned tables), equal what
+    Spark's Delta source reads, a column added after the first files included."""
+    from deltalake import write_deltalake
+
+    directory = str(tmp_path / name)
+    partitioned = ["k"] if name == "part" else None
+    write_deltalake(directory, pa.table({"k": [1, 2], "v": ["a", "b"]}), partition_by=partitioned)
+    write_deltalake(directory, pa.table({"k": [3], "v": ["c"], "w": [1.5]}), mode="append", schema_mode="merge",
+                    partition_by=partitioned)
+    version, rows = delta_files.version_rows(spark, directory)
+    assert version == 1
+    expected = spark.read.format("delta").load(directory)
+    assert rows.schema == expected.schema
+    assert sorted(map(tuple, rows.collect())) == sorted(map(tuple, expected.collect()))
+    assert sorted((r["k"], r["v"], r["w"]) for r in rows.collect()) == [(1, "a", None), (2, "b", None), (3, "c", 1.5)]

@@ -9,7 +9,6 @@ the notifications say it completed, and no two records share a position.
 
 from __future__ import annotations
 
-import contextlib
 import random
 import threading
 import time
@@ -23,27 +22,20 @@ from test_signals_spark import NOTIFICATIONS, DeltaCapture
 
 from helpers.spark_capture import wait_first_batch
 from helpers.sqlserver import SqlServerEmulator
+from helpers.sqlserver_fixtures import cdc_database, emulator_fixture
 
 pytestmark = pytest.mark.postgres  # the emulator is backed by PostgreSQL
 
 ROWS = 600
 
 
-@pytest.fixture(scope="module")
-def sqlserver() -> Iterator[SqlServerEmulator]:
-    with SqlServerEmulator(capture_interval=0.1) as emulator:
-        yield emulator
+sqlserver = emulator_fixture("module")
 
 
 @pytest.fixture
 def database(sqlserver: SqlServerEmulator) -> Iterator[str]:
-    name = f"hw_sig_{uuid.uuid4().hex[:8]}"
-    sqlserver.execute(f"CREATE DATABASE {name}")
-    sqlserver.execute(f"ALTER DATABASE {name} SET ALLOW_SNAPSHOT_ISOLATION ON")
-    sqlserver.execute("EXEC sys.sp_cdc_enable_db", database=name)
-    yield name
-    with contextlib.suppress(Exception):  # each CDC database holds a slot of the emulator's PostgreSQL
-        sqlserver.execute(f"DROP DATABASE {name}")
+    with cdc_database(sqlserver, f"hw_sig_{uuid.uuid4().hex[:8]}") as name:
+        yield name
 
 
 def _props(sqlserver: SqlServerEmulator, db: str, tmp_path: Path) -> dict[str, str]:

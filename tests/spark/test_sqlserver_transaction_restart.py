@@ -27,6 +27,7 @@ from helpers.capture import RunningCapture
 from helpers.spark_capture import SparkCapture, conformance_line
 from helpers.sqlserver import SqlServerEmulator, wait_for
 from helpers.sqlserver_conformance import read_jsonl, wait_captured
+from helpers.sqlserver_fixtures import cdc_database, emulator_fixture
 
 pytestmark = pytest.mark.postgres  # the emulator is backed by PostgreSQL
 
@@ -34,33 +35,30 @@ PREFIX = "txr"
 TRANSACTIONS = f"{PREFIX}.transaction"
 
 
-@pytest.fixture(scope="module")
-def sqlserver() -> Iterator[SqlServerEmulator]:
-    with SqlServerEmulator(capture_interval=0.1) as emulator:
-        yield emulator
+sqlserver = emulator_fixture("module")
 
 
 @pytest.fixture
 def database(sqlserver: SqlServerEmulator) -> Iterator[str]:
-    """A database with two captured tables and a row in one; dropped after the test (its capture job holds a
-    replication slot of the emulator's PostgreSQL)."""
-    name = f"txr{uuid.uuid4().hex[:8]}"
-    sqlserver.execute(f"CREATE DATABASE {name}")
-    sqlserver.execute("EXEC sys.sp_cdc_enable_db", database=name)
-    for table in ("tablea", "tableb"):
-        sqlserver.execute(f"CREATE TABLE dbo.{table} (id int NOT NULL PRIMARY KEY, val varchar(30) NULL)",
-                          database=name)
-        sqlserver.execute(f"EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'{table}', "
-                          "@role_name = NULL, @supports_net_changes = 0", database=name)
-    sqlserver.execute("INSERT INTO dbo.tablea VALUES (1, 'one')", database=name)
-    conn = sqlserver.connect("master")
+    """A database with two captured tables and a row in one; dropped after the test."""
+    with cdc_database(sqlserver, f"txr{uuid.uuid4().hex[:8]}", snapshot_isolation=False) as name:
+        for table in ("tablea", "tableb"):
+            sqlserver.execute(f"CREATE TABLE dbo.{table} (id int NOT NULL PRIMARY KEY, val varchar(30) NULL)",
+                              database=name)
+            sqlserver.execute(f"EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'{table}', "
+                              "@role_name = NULL, @supports_net_changes = 0", database=name)
+        sqlserver.execute("INSERT INTO dbo.tablea VALUES (1, 'one')", database=name)
+        captured(sqlserver, name)
+        yield name
+
+
+def captured(server: SqlServerEmulator, db: str) -> None:
+    """Until the capture job has captured what was committed before this call."""
+    conn = server.connect("master")
     try:
-        wait_captured(conn, [name])
+        wait_captured(conn, [db])
     finally:
         conn.close()
-    yield name
-    with contextlib.suppress(Exception):
-        sqlserver.execute(f"DROP DATABASE {name}")
 
 
 def connector_props(server: SqlServerEmulator, db: str, workdir: Path) -> dict[str, str]:
@@ -73,6 +71,20 @@ def connector_props(server: SqlServerEmulator, db: str, workdir: Path) -> dict[s
         "schema.history.internal.file.filename": str(workdir / "schema-history.dat"),
         "key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true",
     }
+
+
+def spark_options(server: SqlServerEmulator, db: str, workdir: Path, **extra: str) -> dict[str, str]:
+    """The Spark source's options (snapshot chunks of 10 rows), its schema history in `workdir`."""
+    workdir.mkdir()
+    return {**connector_props(server, db, workdir), "snapshotChunkRows": "10", **extra}
+
+
+def standalone_capture(server: SqlServerEmulator, db: str, workdir: Path, **extra: str) -> RunningCapture:
+    """A standalone runner streaming the same changes into `workdir`/out.jsonl, started."""
+    workdir.mkdir()
+    return RunningCapture({**connector_props(server, db, workdir), **extra,
+                           "offset.storage.file.filename": str(workdir / "offsets.json"),
+                           "offset.flush.interval.ms": "100"}, workdir / "out.jsonl").start()
 
 
 def payload(record: dict[str, Any]) -> Any:
@@ -148,14 +160,8 @@ class Query:
 def test_pending_end_is_sent_after_restarts(spark: Any, sqlserver: SqlServerEmulator, database: str,
                                             tmp_path: Path) -> None:
     db = database
-    spark_props = connector_props(sqlserver, db, tmp_path / "spark")
-    (tmp_path / "spark").mkdir()
-    options = {**spark_props, "snapshotChunkRows": "10"}
-    standalone_dir = tmp_path / "standalone"
-    standalone_dir.mkdir()
-    standalone = RunningCapture({**connector_props(sqlserver, db, standalone_dir),
-                                 "offset.storage.file.filename": str(standalone_dir / "offsets.json"),
-                                 "offset.flush.interval.ms": "100"}, standalone_dir / "out.jsonl").start()
+    options = spark_options(sqlserver, db, tmp_path / "spark")
+    standalone = standalone_capture(sqlserver, db, tmp_path / "standalone")
     checkpoint = tmp_path / "checkpoint"
     runs: list[Query] = []
     try:
@@ -192,11 +198,7 @@ def test_pending_end_is_sent_after_restarts(spark: Any, sqlserver: SqlServerEmul
         for name in (str(replayed), f".{replayed}.crc"):  # the log entry and its checksum
             (checkpoint / "commits" / name).unlink()
         sqlserver.execute("INSERT INTO dbo.tablea VALUES (3, 'three')", database=db)
-        conn = sqlserver.connect("master")
-        try:
-            wait_captured(conn, [db])
-        finally:
-            conn.close()
+        captured(sqlserver, db)
 
         runs.append(Query(spark, options, checkpoint))
         runs[3].wait(lambda r: len(data_events(r)) >= 1, "the third transaction's event")
@@ -235,14 +237,9 @@ def test_pending_end_is_found_past_a_transaction_of_skipped_operations(spark: An
     """With `skipped.operations=d` a transaction of deletes only never reaches the dispatcher, so it begins no
     transaction: the END pending before it still comes with the next transaction's BEGIN (as standalone)."""
     db = database
-    (tmp_path / "spark").mkdir()
-    options = {**connector_props(sqlserver, db, tmp_path / "spark"), "skipped.operations": "d",
-               "snapshotChunkRows": "10"}
-    standalone_dir = tmp_path / "standalone"
-    standalone_dir.mkdir()
-    standalone = RunningCapture({**connector_props(sqlserver, db, standalone_dir), "skipped.operations": "d",
-                                 "offset.storage.file.filename": str(standalone_dir / "offsets.json"),
-                                 "offset.flush.interval.ms": "100"}, standalone_dir / "out.jsonl").start()
+    skip_deletes = {"skipped.operations": "d"}
+    options = spark_options(sqlserver, db, tmp_path / "spark", **skip_deletes)
+    standalone = standalone_capture(sqlserver, db, tmp_path / "standalone", **skip_deletes)
     query = Query(spark, options, tmp_path / "checkpoint")
     try:
         query.wait(lambda r: len(data_events(r)) == 1, "the snapshot")
@@ -252,11 +249,7 @@ def test_pending_end_is_found_past_a_transaction_of_skipped_operations(spark: An
         # well inside the idle timer (10 s): the deletes, read by a window of their own (the query polls every
         # 200 ms), then a transaction that is streamed
         sqlserver.execute("DELETE FROM dbo.tablea WHERE id = 1", database=db)
-        conn = sqlserver.connect("master")
-        try:
-            wait_captured(conn, [db])
-        finally:
-            conn.close()
+        captured(sqlserver, db)
         time.sleep(1.5)
         sqlserver.execute("INSERT INTO dbo.tableb VALUES (5, 'five')", database=db)
         query.wait(lambda r: len(data_events(r)) == 3, "the third transaction's event")

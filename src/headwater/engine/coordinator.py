@@ -16,7 +16,7 @@ from headwater.engine.capture import run_capture
 from headwater.engine.connector import ConnectorError, SourceConnector
 from headwater.engine.offsets import OffsetStore
 from headwater.engine.queue import ChangeEventQueue, QueueClosed
-from headwater.engine.records import EncodedBatch, PendingBatch, SourceRecord
+from headwater.engine.records import EncodedBatch, OffsetMarker, PendingBatch, SourceRecord
 from headwater.engine.source import CaptureSource
 
 log = logging.getLogger(__name__)
@@ -167,6 +167,7 @@ class Engine:
         reader = threading.Thread(target=self._read, args=(offset, queue), name="headwater-reader", daemon=True)
         reader.start()
         pending: dict[str, Any] | None = None
+        quiet = True  # no records delivered since the last commit: offset markers only
         last_commit = time.monotonic()
         interval = self.settings.offset_flush_interval_ms / 1000
         poll_s = self.settings.poll_interval_ms / 1000
@@ -190,9 +191,15 @@ class Engine:
                     offset = self._deliver(batch)
                     if offset is not None:
                         pending = offset
-                if pending is not None and time.monotonic() - last_commit >= interval:
+                # an idle position with no records before it is stored at once (see OffsetMarker)
+                settle = False
+                if batch and quiet:
+                    quiet = all(isinstance(item, OffsetMarker) for item in batch)
+                    settle = quiet and any(item.idle for item in batch)
+                if pending is not None and (settle or time.monotonic() - last_commit >= interval):
                     self._commit(partition, pending)
                     pending = None
+                    quiet = True
                     last_commit = time.monotonic()
         finally:
             self._reader_stop.set()

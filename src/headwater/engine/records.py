@@ -37,15 +37,21 @@ class SourceRecord:
 
 class OffsetMarker:
     """A position the connector has fully processed without emitting a record for it (a commit,
-    a filtered transaction). Storing it lets restarts skip work and lets the database free WAL."""
+    a filtered transaction). Storing it lets restarts skip work and lets the database free WAL.
 
-    __slots__ = ("offset",)
+    `idle`: a position the stream reached with nothing to deliver (the source's latest position
+    while idle), which the database may take as acknowledged without being told (PostgreSQL's
+    client library does): the coordinator stores it at once when no records await storing,
+    rather than at the next offset.flush.interval.ms, so the stored offset does not stay behind."""
 
-    def __init__(self, offset: dict[str, Any]) -> None:
+    __slots__ = ("idle", "offset")
+
+    def __init__(self, offset: dict[str, Any], idle: bool = False) -> None:
         self.offset = offset
+        self.idle = idle
 
     def __repr__(self) -> str:
-        return f"OffsetMarker({self.offset!r})"
+        return f"OffsetMarker({self.offset!r}{', idle' if self.idle else ''})"
 
 
 class EncodedBatch:

@@ -98,14 +98,13 @@ class TypedRowChanges(ABC):
         """Everything gathered."""
 
 
-_HEX_DIGITS = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
-
-
 def hex_digits(numbers: np.ndarray, digits: int) -> np.ndarray:
     """Unsigned `numbers` as `digits` upper-case hex digits each: a (len, digits) byte matrix."""
-    text = np.empty((len(numbers), digits), dtype=np.uint8)
-    for digit in range(digits):
-        text[:, digits - 1 - digit] = _HEX_DIGITS[(numbers >> np.uint64(4 * digit)) & np.uint64(0xF)]
+    shifts = np.arange(4 * (digits - 1), -4, -4, dtype=np.uint64)  # the most significant digit first
+    text = ((numbers.astype(np.uint64)[:, None] >> shifts) & np.uint64(0xF)).astype(np.uint8)
+    # '0'..'9', then 'A'..'F': arithmetic (a table lookup per digit cost twice as much)
+    text += ord("0")
+    text += (text > ord("9")) * np.uint8(ord("A") - ord("9") - 1)
     return text
 
 

@@ -188,7 +188,10 @@ class Pipeline:
         self._batches_written = 0  # by the query of this run (see run())
 
     def _write(self, batch: Any, batch_id: int) -> None:
-        batch = batch.persist()
+        # one partition per core at most: the source cuts a backlog into many tasks (a bounded
+        # number of messages each), and every pass the sinks make over the cached batch would
+        # otherwise launch as many tasks, each paying a task's fixed costs (bench/README.md)
+        batch = batch.coalesce(batch.sparkSession.sparkContext.defaultParallelism).persist()
         spent: list[str] = []
         try:
             for sink in self.sinks:

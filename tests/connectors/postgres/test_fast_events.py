@@ -9,21 +9,11 @@ from typing import Any
 
 import pytest
 
-from headwater import config as cfg
-from headwater.connectors.postgres.connector import PostgresConnector
-from headwater.connectors.postgres.events import (
-    RELATION,
-    ChangeEventBuilder,
-    Chunk,
-    ChunkBuilder,
-    StreamPosition,
-    advance_position,
-)
-from headwater.connectors.postgres.metadata import CatalogReader
+from headwater.connectors.postgres.events import Chunk, ChunkBuilder
 from headwater.serialization.json import EncodedLines
 from headwater.serialization.parallel import encode_items
-from headwater.standalone import serializer_settings
 from helpers.capture import base_properties
+from helpers.fast_path import TwoPaths, peeked
 
 CLOCK_NS = 1_790_000_000_123_456_789
 
@@ -77,66 +67,24 @@ def _messages(pg_db) -> list[tuple[bytes, int]]:
         "'proto_version', '1', 'publication_names', 'fast_pub', 'messages', 'true')")
     pg_db.execute(f"SELECT pg_drop_replication_slot('{slot}')")
     assert rows
-    out = []
-    for lsn, data in rows:
-        hi, lo = lsn.split("/")
-        out.append((bytes(data), (int(hi, 16) << 32) | int(lo, 16)))
-    return out
-
-
-def _chunks(settings: Any, conn: Any, messages: list[tuple[bytes, int]], size: int) -> list[Chunk]:
-    """Chunks as the streaming reader cuts them (relations handled between chunks)."""
-    registry = settings.registry(CatalogReader(conn))
-    position = StreamPosition()
-    reader = ChangeEventBuilder(settings, registry, position, lambda _: None)
-    chunks: list[Chunk] = []
-    pending: list[tuple[bytes, int]] = []
-    start = None
-
-    def cut() -> None:
-        nonlocal pending, start
-        if pending:
-            oids = {int.from_bytes(p[1:5], "big") for p, _ in pending if p[0] in b"IUD"}
-            chunks.append(Chunk(start, pending, {oid: registry.definition(oid) for oid in oids}))
-        pending, start = [], None
-
-    for payload, lsn in messages:
-        if payload[0] == RELATION:
-            cut()
-            reader.handle(payload, lsn)
-            continue
-        if start is None:
-            start = StreamPosition(**vars(position))
-        advance_position(position, payload, lsn)
-        pending.append((payload, lsn))
-        if len(pending) >= size:
-            cut()
-    cut()
-    return chunks
+    return peeked(rows)
 
 
 def _both(pg_db, tmp_path, size: int = 16, **props: str) -> tuple[int, int]:
     """Build every chunk through the general and the fast path and compare; (rows rendered
     fast, rows in all)."""
-    properties = base_properties(pg_db, tmp_path, "unused", **{"snapshot.mode": "no_data", **props})
-    config = cfg.from_properties(properties)
-    connector = PostgresConnector(config.connector)
-    settings = connector.builder_settings()
+    two = TwoPaths(base_properties(pg_db, tmp_path, "unused", **{"snapshot.mode": "no_data", **props}))
     conn = pg_db.connect()
     try:
-        chunks = _chunks(settings, conn, _messages(pg_db), size)
+        chunks = two.chunks(conn, _messages(pg_db), size)
     finally:
         conn.close()
-    ser_settings = serializer_settings(config, connector)
-    general_builder, fast_builder = ChunkBuilder(settings), ChunkBuilder(settings)
-    general_ser, fast_ser = ser_settings.create(in_place=True), ser_settings.create(in_place=True)
-    fast_builder.render_with(fast_ser)
     fast_rows = rows = 0
     for chunk in chunks:
-        general_items = _clocked(general_builder, chunk)
-        fast_items = _clocked(fast_builder, chunk)
+        general_items = _clocked(two.general, chunk)
+        fast_items = _clocked(two.fast, chunk)
         fast_rows += sum(i.count for i in fast_items if type(i) is EncodedLines)
-        expected, got = encode_items(general_items, general_ser), encode_items(fast_items, fast_ser)
+        expected, got = encode_items(general_items, two.general_ser), encode_items(fast_items, two.fast_ser)
         assert got.segments == expected.segments
         assert got.offset == expected.offset
         rows += sum(n for _, n, _ in expected.segments)

@@ -21,6 +21,7 @@ from headwater.engine.signals.connector import SnapshotTableError
 from headwater.engine.snapshot_plan import SnapshotChunk
 from headwater.relational.table import TableId
 from helpers.capture import base_properties
+from helpers.memory_sink import RecordingSink
 
 SIGNAL = "public.debezium_signal"
 
@@ -239,18 +240,10 @@ def test_the_signal_table_is_captured_published_and_not_snapshotted(signal_db, t
         source.close()
 
 
-class _Collect:
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, items: list[Any]) -> None:
-        with self.lock:
-            self.items.extend(items)
-
-    def records(self, table: str) -> list[SourceRecord]:
-        with self.lock:
-            return [i for i in self.items if isinstance(i, SourceRecord) and i.table == table and i.op]
+def _records(collect: RecordingSink, table: str) -> list[SourceRecord]:
+    """The change records of `table` among what the stream emitted."""
+    with collect.changed:
+        return [i for i in collect.records if isinstance(i, SourceRecord) and i.table == table and i.op]
 
 
 def _wait(predicate, timeout: float = 20.0) -> None:
@@ -267,15 +260,15 @@ def test_watermark_rows_come_back_through_a_stream_that_stops_and_starts_again(s
     assert connector.use_encoding_pool(object()) is False  # the signal stage must see the records
     inc = source.incremental_source()
     start = source.resume_offset(None)
-    collect, stop = _Collect(), threading.Event()
-    runner = threading.Thread(target=source.stream, args=(start, collect, stop), daemon=True)
+    collect, stop = RecordingSink(), threading.Event()
+    runner = threading.Thread(target=source.stream, args=(start, collect.write, stop), daemon=True)
     runner.start()
     try:
         inc.insert_signal("chunk-1-open", "snapshot-window-open", '{"openWindowTimestamp": "x"}')
         db.execute("INSERT INTO a VALUES (1, 'one')")
         inc.delete_signal("chunk-1-open")
-        _wait(lambda: len(collect.records(SIGNAL)) == 2 and collect.records("public.a"))
-        opened, deleted = collect.records(SIGNAL)
+        _wait(lambda: len(_records(collect, SIGNAL)) == 2 and _records(collect, "public.a"))
+        opened, deleted = _records(collect, SIGNAL)
         assert opened.op == "c" and opened.value["after"] == {
             "id": "chunk-1-open", "type": "snapshot-window-open", "data": '{"openWindowTimestamp": "x"}'}
         assert deleted.op == "d" and deleted.value["before"]["id"] == "chunk-1-open"
@@ -283,16 +276,16 @@ def test_watermark_rows_come_back_through_a_stream_that_stops_and_starts_again(s
         stop.set()
         runner.join(timeout=10)
         assert not runner.is_alive()
-        last = dict(collect.records(SIGNAL)[-1].offset)
+        last = dict(_records(collect, SIGNAL)[-1].offset)
         last.update(incremental_snapshot_correlation_id="sig-1", incremental_snapshot_primary_key="[]")
         assert source.resume_offset(last) == last  # the engine's keys are kept
         source.parse(last)  # and accepted
         db.execute("INSERT INTO a VALUES (2, 'two')")
         stop2 = threading.Event()
-        runner = threading.Thread(target=source.stream, args=(last, collect, stop2), daemon=True)
+        runner = threading.Thread(target=source.stream, args=(last, collect.write, stop2), daemon=True)
         runner.start()
-        _wait(lambda: len(collect.records("public.a")) == 2)
-        assert [r.value["after"]["id"] for r in collect.records("public.a")] == [1, 2]  # nothing twice
+        _wait(lambda: len(_records(collect, "public.a")) == 2)
+        assert [r.value["after"]["id"] for r in _records(collect, "public.a")] == [1, 2]  # nothing twice
         stop2.set()
         runner.join(timeout=10)
         assert not runner.is_alive()

@@ -10,7 +10,6 @@ import pyarrow as pa
 import pytest
 
 from headwater.connectors.postgres import pgoutput as pg
-from headwater.connectors.postgres import tuple_columns as tc
 from headwater.connectors.postgres.tuple_columns import tuple_columns
 
 COLUMNS = 4
@@ -56,12 +55,18 @@ def test_text_and_null_values_equal_the_one_by_one_decode():
     _check(payloads, [True] * len(payloads))
 
 
-def test_values_are_gathered_in_bounded_pieces(monkeypatch):
-    # pieces of 64 bytes: values straddle piece boundaries, some values are larger than a piece
-    monkeypatch.setattr(tc, "_GATHER_BYTES", 64)
+def test_values_among_rows_of_other_shapes_and_nulls_keep_their_rows():
+    # the values are taken from one array of every fast row's values in buffer order: rows left
+    # out (of other shapes), NULLs and empty values between them must not shift any value
     rng = random.Random(11)
-    payloads = [_insert([_value(rng) for _ in range(COLUMNS)]) for _ in range(300)]
-    _check(payloads, [True] * len(payloads))
+    payloads, fast = [], []
+    for i in range(600):
+        values = [_value(rng) for _ in range(COLUMNS)]
+        if i % 7 == 3:
+            values[rng.randrange(COLUMNS)] = pg.UNCHANGED_TOAST
+        payloads.append(_insert(values))
+        fast.append(i % 7 != 3)
+    _check(payloads, fast)
 
 
 def test_rows_of_other_shapes_are_left_to_the_one_by_one_decode():

@@ -17,7 +17,7 @@ import pytest
 from headwater.connectors.sqlserver.source_info import partition_order
 from headwater.engine.connector import ConnectorError
 from headwater.engine.offsets import FileOffsetStore
-from helpers.capture import RunningCapture
+from helpers.capture import RunningCapture, read_records
 from helpers.sqlserver import SqlServerEmulator, wait_for
 
 
@@ -197,17 +197,20 @@ def test_disabled_capture_instance_is_dropped_in_function_mode(sqlserver: SqlSer
     create_table(sqlserver, sqlserver_db, "a")
     create_table(sqlserver, sqlserver_db, "b")
     p = props(sqlserver, sqlserver_db, tmp_path, **{"data.query.mode": "function"})
+    out = tmp_path / "out.jsonl"
 
     def workload() -> None:
         sqlserver.execute("INSERT INTO dbo.a VALUES (1, 'a1')", database=sqlserver_db)
-        time.sleep(1.5)
+        # streamed before its capture instance goes (disabling drops the change table); a fixed
+        # sleep was too short when the capture job or the connector lagged on a loaded machine
+        wait_for(lambda: data_events(read_records(out)), "the change of dbo.a")
         sqlserver.execute("EXEC sys.sp_cdc_disable_table @source_schema = N'dbo', @source_name = N'a', "
                           "@capture_instance = N'dbo_a'", database=sqlserver_db)
         sqlserver.execute("INSERT INTO dbo.b VALUES (1, 'b1')", database=sqlserver_db)
         sqlserver.execute("INSERT INTO dbo.a VALUES (2, 'not captured')", database=sqlserver_db)
         sqlserver.execute("INSERT INTO dbo.b VALUES (2, 'b2')", database=sqlserver_db)
 
-    records = run_until(p, tmp_path / "out.jsonl", lambda r: len(data_events(r)) >= 3, workload)
+    records = run_until(p, out, lambda r: len(data_events(r)) >= 3, workload)
     topic = f"server1.{sqlserver_db}.dbo."
     assert summary(records) == [(topic + "a", "c", 1), (topic + "b", "c", 1), (topic + "b", "c", 2)]
 
@@ -316,6 +319,7 @@ def test_key_columns_column_filters_and_masks(sqlserver: SqlServerEmulator, sqls
     sqlserver.execute("EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'people', "
                       "@role_name = NULL, @supports_net_changes = 0", database=sqlserver_db)
     sqlserver.execute("INSERT INTO dbo.people VALUES (1, 'ann', 'pin-1', 'x')", database=sqlserver_db)
+    wait_captured(sqlserver, sqlserver_db, 1, "dbo_people")
     p = props(sqlserver, sqlserver_db, tmp_path, **{
         "message.key.columns": "dbo.people:name", "column.exclude.list": "dbo.people.note",
         "column.mask.with.5.chars": "dbo.people.secret"})
@@ -376,3 +380,61 @@ def test_event_processing_failure_handling_mode(mode: str, caplog: pytest.LogCap
         event_failed(mode, "db.dbo.t", failure, "at commit LSN x")
     (message,) = [r for r in caplog.records if "skipped the change event" in r.getMessage()]
     assert message.levelname == ("WARNING" if mode == "warn" else "DEBUG")
+
+
+def _transactions(records: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(status, database) of each transaction record."""
+    out = []
+    for r in records:
+        if r["topic"] == "server1.transaction":
+            v = r["value"]
+            db = v["data_collections"][0]["data_collection"].split(".")[0] if v["status"] == "END" else "?"
+            out.append((v["status"], db))
+    return out
+
+
+def test_idle_end_of_transaction_only_with_one_database(sqlserver: SqlServerEmulator, sqlserver_db: str,
+                                                         tmp_path: Path) -> None:
+    """provide.transaction.metadata: Debezium sends the END of a database's last transaction once
+    2 × the capture job's pollinginterval passed idle and the job's last scan was empty — asked on
+    its metadata connection, which with several databases is in the login's default database
+    (master: no capture job, no scan sessions), so there the END comes only with the database's
+    next transaction (the golden file of two_databases_function_txmeta)."""
+    second = f"{sqlserver_db}_b"
+    sqlserver.execute(f"CREATE DATABASE {second}")
+    sqlserver.execute(f"ALTER DATABASE {second} SET ALLOW_SNAPSHOT_ISOLATION ON")
+    sqlserver.execute("EXEC sys.sp_cdc_enable_db", database=second)
+    try:
+        for db in (sqlserver_db, second):
+            create_table(sqlserver, db)
+            # the connector's end delay: 2 × 1 s (the emulator scans every 0.1 s regardless)
+            sqlserver.execute("EXEC sys.sp_cdc_change_job @job_type = N'capture', @pollinginterval = 1", database=db)
+        one = RunningCapture(props(sqlserver, sqlserver_db, tmp_path / "one", **{
+            "provide.transaction.metadata": "true"}), tmp_path / "one.jsonl").start()
+        try:
+            wait_for(lambda: snapshot_stored(tmp_path / "one" / "offsets.json") or not one.alive(), "the snapshot")
+            sqlserver.execute("INSERT INTO dbo.items VALUES (1, 'one')", database=sqlserver_db)
+            wait_for(lambda: ("END", sqlserver_db) in _transactions(one.records()) or not one.alive(),
+                     "the idle END with one database")
+        finally:
+            one.stop()
+        assert _transactions(one.records()) == [("BEGIN", "?"), ("END", sqlserver_db)]
+
+        both = RunningCapture(props(sqlserver, f"{sqlserver_db},{second}", tmp_path / "both", **{
+            "provide.transaction.metadata": "true"}), tmp_path / "both.jsonl").start()
+        try:
+            wait_for(lambda: snapshot_stored(tmp_path / "both" / "offsets.json") or not both.alive(), "the snapshot")
+            sqlserver.execute("INSERT INTO dbo.items VALUES (2, 'two')", database=sqlserver_db)
+            sqlserver.execute("INSERT INTO dbo.items VALUES (1, 'one')", database=second)
+            wait_for(lambda: len(data_events(both.records())) >= 3 or not both.alive(), "the changes")
+            time.sleep(5)  # 2.5 × the end delay, idle: with one database the END came by now
+            assert _transactions(both.records()) == [("BEGIN", "?"), ("BEGIN", "?")]
+            sqlserver.execute("INSERT INTO dbo.items VALUES (3, 'three')", database=sqlserver_db)
+            wait_for(lambda: len(data_events(both.records())) >= 4 or not both.alive(), "the next change")
+        finally:
+            both.stop()
+        # the next transaction of the database ends its open one; the other database's stays open
+        assert _transactions(both.records()) == [("BEGIN", "?"), ("BEGIN", "?"), ("END", sqlserver_db),
+                                                 ("BEGIN", "?")]
+    finally:
+        sqlserver.execute(f"DROP DATABASE {second}")

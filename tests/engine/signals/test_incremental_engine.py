@@ -19,33 +19,15 @@ from headwater.engine.coordinator import Engine, EngineSettings
 from headwater.engine.offsets import MemoryOffsetStore
 from headwater.engine.records import SourceRecord
 from helpers.memory_connector import MemoryConnector, MemoryDatabase
+from helpers.memory_sink import RecordingSink
 
 SIGNALS = "public.signal"
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.records: list[SourceRecord] = []
-        self.lock = threading.Lock()
-
-    def write(self, records: list[SourceRecord]) -> None:
-        with self.lock:
-            self.records.extend(records)
-
-    def write_encoded(self, batch: Any) -> None:
-        raise AssertionError("no encoded batches here")
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class Running:
     """The engine on a thread, streaming once this returns (a row of table z came through)."""
 
-    def __init__(self, connector: MemoryConnector, store: MemoryOffsetStore, sink: ListSink) -> None:
+    def __init__(self, connector: MemoryConnector, store: MemoryOffsetStore, sink: RecordingSink) -> None:
         self.engine = Engine(connector, sink, store, EngineSettings(poll_interval_ms=10, offset_flush_interval_ms=0))
         self.stop = threading.Event()
         self.failure: list[BaseException] = []
@@ -125,7 +107,7 @@ def _table(db: MemoryDatabase, name: str = "a") -> dict[int, int]:
     return {k: row[1] for k, row in db.tables[f"public.{name}"].rows.items()}
 
 
-def _completed(sink: ListSink, db: MemoryDatabase) -> bool:
+def _completed(sink: RecordingSink, db: MemoryDatabase) -> bool:
     """The snapshot's last window closed (no incremental state in the last offset)."""
     return sink.records != [] and "incremental_snapshot_collections" not in sink.records[-1].offset \
         and any(r.value is not None and r.value.get("op") == "r" for r in sink.records)
@@ -134,7 +116,7 @@ def _completed(sink: ListSink, db: MemoryDatabase) -> bool:
 def test_snapshot_under_concurrent_changes_replays_to_the_table_state() -> None:
     db = _db(2500)
     connector = _connector(db)
-    sink = ListSink()
+    sink = RecordingSink()
     run = Running(connector, MemoryOffsetStore(), sink)
     try:
         _signal(db, "ad-hoc-1", "execute-snapshot", {"data-collections": ["public\\.a"], "type": "INCREMENTAL"})
@@ -174,7 +156,7 @@ def test_snapshot_under_concurrent_changes_replays_to_the_table_state() -> None:
 
 def test_reads_are_marked_incremental_and_come_before_the_close_row() -> None:
     db = _db(250)
-    sink = ListSink()
+    sink = RecordingSink()
     run = Running(_connector(db), MemoryOffsetStore(), sink)
     try:
         _signal(db, "s1", "execute-snapshot", {"data-collections": ["public.a"]})
@@ -194,7 +176,7 @@ def test_a_restart_goes_on_at_the_chunk_with_no_row_missing() -> None:
     store = MemoryOffsetStore()
     connector = _connector(db, **{"incremental.snapshot.chunk.size": 50})
     connector.chunk_delay = 0.05
-    first = ListSink()
+    first = RecordingSink()
     run = Running(connector, store, first)
     try:
         _signal(db, "s1", "execute-snapshot", {"data-collections": ["public.a"]})
@@ -205,7 +187,7 @@ def test_a_restart_goes_on_at_the_chunk_with_no_row_missing() -> None:
     assert stored is not None and "incremental_snapshot_collections" in stored
     db.delete("a", 999)
     db.update("a", 998, 998, -1)
-    second = ListSink()
+    second = RecordingSink()
     run = Running(_connector(db, **{"incremental.snapshot.chunk.size": 50}), store, second)
     try:
         _wait(lambda: _completed(second, db), "the rest of the snapshot")
@@ -221,7 +203,7 @@ def test_conditions_surrogate_key_and_insert_delete() -> None:
     db = _db(300)
     for i in range(1, 51):
         db.insert("b", i, 1000 - i)
-    sink = ListSink()
+    sink = RecordingSink()
     run = Running(_connector(db, **{"incremental.snapshot.watermarking.strategy": "insert_delete"}),
                   MemoryOffsetStore(), sink)
     try:
@@ -247,7 +229,7 @@ def test_stop_pause_resume_and_bad_signals_do_not_stop_the_stream(caplog: pytest
     db = _db(400)
     for i in range(1, 401):
         db.insert("b", i, i)
-    sink = ListSink()
+    sink = RecordingSink()
     connector = _connector(db)
     connector.chunk_delay = 0.1  # chunks of 100 rows: the pause arrives while b is read
     run = Running(connector, MemoryOffsetStore(), sink)
@@ -284,7 +266,7 @@ def test_blocking_snapshot_pauses_streaming_and_reads_the_tables() -> None:
     db = _db(120)
     for i in range(1, 11):
         db.insert("b", i, i)
-    sink = ListSink()
+    sink = RecordingSink()
     run = Running(_connector(db), MemoryOffsetStore(), sink)
     try:
         db.insert("a", 500, 1)
@@ -311,7 +293,7 @@ def test_signals_through_the_in_process_channel_and_a_file(tmp_path: Any) -> Non
     signal_file = tmp_path / "signals.txt"
     connector = _connector(db, **{"signal.enabled.channels": ["source", "in-process", "file"],
                                   "signal.file": str(signal_file), "signal.poll.interval.ms": 50})
-    sink = ListSink()
+    sink = RecordingSink()
     run = Running(connector, MemoryOffsetStore(), sink)
     try:
         sent = run.engine.signal("execute-snapshot", {"data-collections": ["public.a"]}, "api-1")
@@ -331,7 +313,7 @@ def test_a_blocking_snapshot_honours_select_overrides_and_is_notified() -> None:
     db = _db(20)
     for i in range(1, 11):
         db.insert("b", i, i)
-    sink = ListSink()
+    sink = RecordingSink()
     connector = _connector(db, **{
         "snapshot.select.statement.overrides": ["public.a"],
         "snapshot.select.statement.overrides.public.a": "SELECT * FROM a WHERE id <= 3",

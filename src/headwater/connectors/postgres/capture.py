@@ -178,7 +178,8 @@ class PgCaptureSource(CaptureSource):
             return None
         problem = (f"starts at {format_lsn(position)} (confirmed_flush_lsn "
                    f"{format_lsn(slot.confirmed_flush_lsn or 0)}, restart_lsn {format_lsn(slot.restart_lsn or 0)}: "
-                   "it was dropped and created again, or advanced by hand)")
+                   "it was dropped and created again, or advanced by hand; or, after this connector was "
+                   "killed, psycopg2 had reported a keepalive position the connector had not stored yet)")
         if not self.connector.flush_lsn_enabled():
             # lsn.flush.mode=manual: whoever advances the slot may have moved it past the offset
             log.warning("replication slot %s %s; the changes in between are not received again",
@@ -383,7 +384,8 @@ class PgCaptureSource(CaptureSource):
 
     # -- streaming source ------------------------------------------------------------------
 
-    def _reader(self, start: Offset, emit: Emit, pool: Any, settings: Any = None) -> StreamingReader:
+    def _reader(self, start: Offset, emit: Emit, pool: Any, settings: Any = None,
+                idle_markers: bool = False) -> StreamingReader:
         """The slot's reader, configured; what streaming needs first is done here: the snapshot's
         transaction ends (its exported snapshot would hold the slot's connection) and
         `replica.identity.autoset.values` applies (as Debezium, when streaming starts)."""
@@ -399,7 +401,7 @@ class PgCaptureSource(CaptureSource):
             heartbeat_interval_s=self.config.get("heartbeat.interval.ms") / 1000 if not self.parallel else 0.0,
             heartbeat_action=self._heartbeat_action if self.config.get("heartbeat.action.query")
             and not self.parallel else None,
-            spools=c.stream_spools(), server_version=c.server_version)
+            spools=c.stream_spools(), server_version=c.server_version, idle_markers=idle_markers)
         reader.stream_params = c.stream_params()
         xmin_ms = self.config.get("xmin.fetch.interval.ms")
         if xmin_ms > 0:
@@ -415,7 +417,9 @@ class PgCaptureSource(CaptureSource):
         settings = c.builder_settings()  # the reader's and the workers' (the same events either way)
         if pool is not None:
             pool.start(settings)
-        reader = self._reader(start, emit, pool, settings)
+        # the engine stores offsets itself: idle positions go to it as markers (the Spark source's
+        # checkpoint follows its batches instead)
+        reader = self._reader(start, emit, pool, settings, idle_markers=True)
         self._streaming = reader
         reader.start()
         log.info("streaming from slot %s at %s%s", c.slot_name, format_lsn(start.get("lsn_commit") or 0),

@@ -69,12 +69,14 @@ class StreamPosition:
     skipping: int = 0
     xmin: int | None = None             # the slot's catalog_xmin for source.xmin (xmin.fetch.interval.ms)
     replaying_xid: int | None = None    # a committed streamed transaction being replayed (set before its BEGIN)
+    last_xid: int | None = None         # the last committed transaction's xid (None after a later message)
 
     @classmethod
     def resume(cls, offset: PgOffset) -> StreamPosition:
         return cls(restart_lsn=offset.lsn_commit or 0, last_commit_lsn=offset.last_commit_lsn,
                    message_lsn=offset.message_lsn, skip_final_lsn=offset.tx_final_lsn,
-                   skip_msgs=offset.tx_msgs if offset.tx_final_lsn is not None else 0)
+                   skip_msgs=offset.tx_msgs if offset.tx_final_lsn is not None else 0,
+                   last_xid=offset.tx_id if offset.tx_final_lsn is None else None)
 
     def begin(self, msg: pg.Begin) -> None:
         self.xid = msg.xid
@@ -96,6 +98,7 @@ class StreamPosition:
         self.last_commit_lsn = msg.end_lsn
         self.restart_lsn = msg.end_lsn
         self.final_lsn = None
+        self.last_xid = self.xid
         self.xid = None
         self.skipping = 0
 
@@ -105,7 +108,18 @@ class StreamPosition:
             return False
         self.last_commit_lsn = lsn
         self.message_lsn = lsn
+        self.last_xid = None
         return True
+
+    def idle_offset(self, wal_end: int) -> dict[str, Any]:
+        """The offset of an idle position: resume at `wal_end` (every transaction committing
+        before it was received and handled), and otherwise the last processed message's offset
+        (its LSN and transaction, as the offset after a COMMIT or a non-transactional message
+        says), which a blocking snapshot's records carry."""
+        self.restart_lsn = wal_end
+        d = self.offset(self.last_commit_lsn, 0)
+        d["txId"] = self.last_xid
+        return d
 
     def offset(self, lsn: int | None, msgs_done: int) -> dict[str, Any]:
         d: dict[str, Any] = {"lsn_commit": self.restart_lsn, "lsn": lsn, "txId": self.xid,

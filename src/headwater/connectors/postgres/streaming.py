@@ -16,6 +16,19 @@ been received, so once the engine stores and acknowledges that offset the slot's
 confirmed_flush_lsn advances even when only tables outside the publication change. In parallel
 mode the heartbeat rides at the end of a chunk, so workers write it in stream order.
 
+Idle positions (standalone runs, with or without heartbeats): psycopg2 reports the server's
+keepalive position (`wal_end`) as flushed on its own once everything it received was
+acknowledged (pqpath.c, keepalive handling), so the slot's confirmed_flush_lsn moves past the
+last offset the engine stored while only tables outside the publication change — and a restart
+would be refused as for a recreated slot (`PgCaptureSource.slot_problem`). So while idle the
+reader moves its position to `wal_end` and hands on an offset-only marker (`OffsetMarker.idle`, no
+record, as Debezium's offset updates without a heartbeat record) at most every
+`_IDLE_MARKER_S`, and once more when it stops; the engine stores it as soon as everything
+before it is, so the stored offset keeps up with what psycopg2 may acknowledge. Without
+heartbeats, just before psycopg2's own status update is due (it sends at the start of a read once
+its status interval has passed), the reader also waits briefly until the engine stored that
+position, so what psycopg2 reports is stored even if the process is killed right after.
+
 Large transactions (`streaming.in.progress.transactions`): with protocol 2 and `streaming 'on'`
 (PostgreSQL 14+) the server sends a transaction that outgrows its logical_decoding_work_mem while
 it runs, in Stream Start … Stream Stop segments, instead of spilling it on the server. The
@@ -59,11 +72,15 @@ from headwater.connectors.postgres.events import (
 from headwater.connectors.postgres.schemas import SchemaRegistry
 from headwater.connectors.postgres.spool import SpoolError, StreamSpools
 from headwater.engine.connector import ConnectorError, Emit
-from headwater.engine.records import PendingBatch
+from headwater.engine.records import OffsetMarker, PendingBatch
 
 log = logging.getLogger(__name__)
 
 _EMIT_CHUNK = 512          # records per hand-over to the engine queue (sequential mode)
+# at most one idle marker per this many seconds: each is an offset commit (an fsync) while idle;
+# psycopg2 sends its position every status interval (at least 1 s)
+_IDLE_MARKER_S = 0.5
+_SETTLE_S = 1.0  # the longest wait for the engine to store the idle position before a status update
 WORKER_CHUNK = 2048        # messages per chunk for a worker process
 
 # protocol 2 stream messages: Stream Start, Stream Stop, Stream Commit, Stream Abort
@@ -81,7 +98,7 @@ class StreamingReader:
                  publication: str, status_interval_s: float, flush_lsn_to_server: bool, emit: Emit,
                  position: StreamPosition, pool: Any = None, heartbeat_interval_s: float = 0.0,
                  heartbeat_action: Callable[[], None] | None = None, spools: StreamSpools | None = None,
-                 server_version: int = 0) -> None:
+                 server_version: int = 0, idle_markers: bool = False) -> None:
         self.repl_conn = repl_conn
         self.registry = registry
         self.settings = settings
@@ -121,9 +138,20 @@ class StreamingReader:
         self._handle_tx: Callable[[bytes, int], None] = self._build  # ordinary messages (set by run)
         self._stop: threading.Event | None = None
         self._last_keepalive = 0.0
+        # hand on the idle position as an offset-only marker (see the module doc); not for the
+        # Spark source, whose checkpoint follows its batches
+        self.idle_markers = idle_markers
+        self._next_idle_marker = 0.0
+        self._marked = 0                   # the last idle position handed on
+        self._awaiting: int | None = None  # the idle position the reader waits to see stored
+        self._stored = threading.Event()
 
     def acknowledge(self, lsn: int) -> None:
+        """(On the engine's thread, once the offset up to `lsn` is stored.)"""
         self._ack_lsn = lsn
+        awaiting = self._awaiting
+        if awaiting is not None and lsn >= awaiting:
+            self._stored.set()
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -164,6 +192,7 @@ class StreamingReader:
         beats = interval > 0
         last_feedback = time.monotonic()
         self._next_heartbeat = last_feedback + interval
+        last_start = 0  # data_start of the last message received (psycopg2's last_msg_data_start)
         watch: list[Any] = [cur]
         if self.pool is not None and self.pool.workers:
             self._wake = os.pipe()
@@ -184,7 +213,11 @@ class StreamingReader:
                     now = time.monotonic()
                     if beats and now >= self._next_heartbeat:
                         self._heartbeat(idle=True)
+                    if self.idle_markers and now >= self._next_idle_marker:
+                        self._idle_marker()
                     self._send_feedback(force=False)
+                    if self.idle_markers and not beats and (self._sent_ack or 0) >= last_start:
+                        self._settle_idle_position(stop)
                     last_feedback = now
                     wait = 0.2 if not beats else min(0.2, max(self._next_heartbeat - time.monotonic(), 0.01))
                     ready = select.select(watch, [], [], wait)[0]
@@ -196,7 +229,8 @@ class StreamingReader:
                 payload = msg.payload
                 if self.xmin_fetch is not None:
                     self._refresh_xmin()
-                handle(payload, msg.data_start)
+                last_start = msg.data_start
+                handle(payload, last_start)
                 if beats and payload[0] in (COMMIT, STREAM_COMMIT) and time.monotonic() >= self._next_heartbeat:
                     self._heartbeat(idle=False)
                 if self._ack_lsn != self._sent_ack and time.monotonic() - last_feedback > 1.0:
@@ -212,11 +246,15 @@ class StreamingReader:
                     for fd in self._wake:
                         os.close(fd)
                     self._wake = None
-        if beats and stop.is_set():
+        if stop.is_set():
             # A clean stop: the idle position once more, so that the last stored offset is not
             # behind a keepalive position psycopg2 acknowledged on its own since the last heartbeat
-            # (it reports the server's wal_end as flushed once everything received was).
-            self._heartbeat(idle=True)
+            # or marker (it reports the server's wal_end as flushed once everything received was).
+            if beats:
+                self._heartbeat(idle=True)
+            if self.idle_markers:
+                self._flush()
+                self._idle_marker()
         self._flush()
 
     def _refresh_xmin(self) -> None:
@@ -266,6 +304,50 @@ class StreamingReader:
             self.builder.heartbeat(offset, ts_ms)
             if idle:
                 self._flush()
+
+    def _idle_marker(self) -> None:
+        """Hand on the server's keepalive position as an offset-only marker when the stream is
+        idle: no transaction open or being resumed, no streamed transaction open, everything
+        received handed on (see the module doc)."""
+        pos = self.position
+        if pos.xid is not None or pos.skip_final_lsn is not None or self._buffer or self._chunk \
+                or (self.spools is not None and self.spools.open):
+            return
+        wal_end = self._cursor.wal_end if self._cursor is not None else 0
+        if not wal_end or wal_end <= pos.restart_lsn:
+            return
+        self._next_idle_marker = time.monotonic() + _IDLE_MARKER_S
+        self._marked = wal_end
+        self._emit([OffsetMarker(pos.idle_offset(wal_end), idle=True)])
+
+    def _settle_idle_position(self, stop: threading.Event) -> None:
+        """Idle, with every message received acknowledged to psycopg2 (so it forwards its flushed
+        position to keepalive positions on its own): if its status update is due before the next
+        read, hand on the idle position now and wait (at most _SETTLE_S) until the engine stored
+        it — with nothing else to store, it does so at once. psycopg2 reports only positions it
+        received before this point, none past the reader's."""
+        cur = self._cursor
+        if cur is None or not self.flush_lsn_to_server:
+            return
+        due = cur.feedback_timestamp.timestamp() + self.status_interval_s
+        if time.time() + 0.3 < due:  # (the loop waits at most 0.2 s before its next read)
+            return
+        self._idle_marker()
+        target = self._marked
+        if (self._ack_lsn or 0) >= target:
+            return
+        self._stored.clear()
+        self._awaiting = target
+        try:
+            deadline = time.monotonic() + _SETTLE_S
+            while (self._ack_lsn or 0) < target and not stop.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._stored.wait(min(remaining, 0.1))
+        finally:
+            self._awaiting = None
+        self._send_feedback(force=False)
 
     def _flush(self) -> None:
         if self.pool is not None:

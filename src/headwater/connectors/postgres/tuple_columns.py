@@ -16,19 +16,17 @@ and errors.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
 _TEXT = ord("t")
 _NULL = ord("n")
-# bytes appended to the joined messages so that reading a value's 5-byte header at a message's
-# end never leaves the buffer (those rows fail the bounds checks and are reported as slow)
+# bytes appended to the joined messages so that reading 8 bytes (a value's 5-byte header and
+# more) at a message's end never leaves the buffer (those rows fail the bounds checks and are
+# reported as slow)
 _PAD = bytes(8)
-# a column's values are gathered in pieces of about this many bytes: the gather's index costs 8
-# bytes per value byte, so this bounds its memory whatever the values' size
-_GATHER_BYTES = 4 << 20
 _MAX_STRING_BYTES = (1 << 31) - 1
 
 
@@ -38,43 +36,51 @@ class TupleColumns:
 
     buf: np.ndarray  # the messages joined (and padded)
     fast: np.ndarray  # bool per row
-    starts: np.ndarray  # (columns, rows) byte offset of each value in `buf`
+    starts: np.ndarray  # (columns, rows) byte offset of each value in `buf` (a NULL: where its 'n' ends)
     sizes: np.ndarray  # (columns, rows) value length in bytes (0 for NULL)
     nulls: np.ndarray  # (columns, rows) bool
+    _values: pa.Array | None = field(default=None, repr=False)
 
     def slow_rows(self) -> list[int]:
         return np.flatnonzero(~self.fast).tolist()
+
+    def _all_values(self) -> pa.Array:
+        """Every value of the fast rows, row by row, as elements 0, 2, 4, … of one binary array over
+        `buf`, not copied: the values lie in `buf` in that order, and the odd elements are what
+        lies between them (value headers, message headers)."""
+        if self._values is None:
+            fast = self.fast
+            starts = self.starts[:, fast].T.ravel()
+            bounds = np.empty(2 * len(starts), dtype=np.int64)
+            bounds[0::2] = starts
+            bounds[1::2] = starts + self.sizes[:, fast].T.ravel()
+            if not len(bounds):
+                bounds = np.zeros(1, dtype=np.int64)
+            small = len(self.buf) <= _MAX_STRING_BYTES
+            self._values = pa.Array.from_buffers(
+                pa.binary() if small else pa.large_binary(), len(bounds) - 1,
+                [None, pa.py_buffer(bounds.astype(np.int32) if small else bounds), pa.py_buffer(self.buf)])
+        return self._values
 
     def text(self, column: int) -> pa.Array:
         """Column `column` of the fast rows as a UTF-8 validated ``pa.string()`` array; raises
         pyarrow.ArrowInvalid for invalid UTF-8 or more than 2 GiB of text."""
         fast = self.fast
-        starts = self.starts[column][fast]
-        sizes = self.sizes[column][fast]
         nulls = self.nulls[column][fast]
-        n = len(sizes)
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        total = int(offsets[-1])
-        if total > _MAX_STRING_BYTES:
+        n = len(nulls)
+        if int(self.sizes[column][fast].sum()) > _MAX_STRING_BYTES:
             raise pa.ArrowInvalid(f"more than 2 GiB of text in one column of {n} rows")
-        data = np.empty(total, dtype=np.uint8)
-        row = 0
-        while row < n:  # pieces of ~_GATHER_BYTES (at least one row each)
-            end = max(row + 1, int(np.searchsorted(offsets, offsets[row] + _GATHER_BYTES, side="right")) - 1)
-            end = min(end, n)
-            lo, hi = int(offsets[row]), int(offsets[end])
-            if hi > lo:
-                # byte k of the piece comes from buf[start of its value + (k - offset of its value)]
-                index = np.repeat(starts[row:end] - offsets[row:end], sizes[row:end])
-                index += np.arange(lo, hi, dtype=np.int64)
-                data[lo:hi] = self.buf[index]
-            row = end
+        # the values are gathered by Arrow's take (a copy per value): an index per byte (numpy)
+        # cost more than the rest of the conversion
+        picked = self._all_values().take(
+            pa.array(np.arange(0, 2 * n * len(self.starts), 2 * len(self.starts), dtype=np.int64) + 2 * column))
+        if picked.type != pa.binary():
+            picked = picked.cast(pa.binary())
         validity = None
         if nulls.any():
             validity = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
-        array = pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets.astype(np.int32)),
-                                                       pa.py_buffer(data)])
+        _, offsets, data = picked.buffers()
+        array = pa.Array.from_buffers(pa.string(), n, [validity, offsets, data], offset=picked.offset)
         array.validate(full=True)  # UTF-8, as bytes.decode("utf-8") checks on the one-by-one path
         return array
 
@@ -89,10 +95,13 @@ def tuple_columns(payloads: Sequence[bytes], at: int, columns: int) -> TupleColu
     buf = np.frombuffer(joined + _PAD, dtype=np.uint8)
     last = len(joined)  # reads are clamped here: buf[last:last + 8] is padding
 
+    # the 8 bytes from every offset as one big-endian integer (a strided view, no copy): a value's
+    # kind byte and 4-byte length are one gather per column instead of five
+    words = np.ndarray(shape=(len(buf) - 7,), dtype=">u8", buffer=buf, strides=(1,))
     p = ends - lengths + at
     fast = p + 2 <= ends
     q = np.minimum(p, last)
-    count = (buf[q].astype(np.int64) << 8) | buf[q + 1]
+    count = (words[q] >> np.uint64(48)).astype(np.int64)
     fast &= count == columns
     p = p + 2
     starts = np.empty((columns, n), dtype=np.int64)
@@ -101,14 +110,14 @@ def tuple_columns(payloads: Sequence[bytes], at: int, columns: int) -> TupleColu
     for column in range(columns):
         fast &= p < ends
         q = np.minimum(p, last)
-        kind = buf[q]
+        word = words[q].astype(np.uint64)
+        kind = word >> np.uint64(56)
         text = kind == _TEXT
         null = kind == _NULL
         fast &= text | null
-        size = ((buf[q + 1].astype(np.int64) << 24) | (buf[q + 2].astype(np.int64) << 16)
-                | (buf[q + 3].astype(np.int64) << 8) | buf[q + 4])
-        size = np.where(text, size, 0)
-        starts[column] = q + 5
+        size = np.where(text, ((word >> np.uint64(24)) & np.uint64(0xFFFFFFFF)).astype(np.int64), 0)
+        # a NULL's "start" is where its 'n' ends: the values of a row stay in order in `buf`
+        starts[column] = np.where(text, q + 5, q + 1)
         sizes[column] = size
         nulls[column] = null
         p = np.where(text, p + 5 + size, p + 1)

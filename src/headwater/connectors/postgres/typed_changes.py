@@ -27,16 +27,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from headwater.connectors.postgres import pgoutput as pg
-from headwater.connectors.postgres.events import BuilderSettings, StreamPosition, event_failed
-from headwater.connectors.postgres.schemas import CapturedTable
+from headwater.connectors.postgres.events import BuilderSettings, StreamPosition, event_failed, relation_oid
+from headwater.connectors.postgres.schemas import CapturedTable, SchemaRegistry
 from headwater.connectors.postgres.source_info import LAST_COMMIT_LSN, position_key, source_block
 from headwater.connectors.postgres.tuple_columns import tuple_columns
 from headwater.connectors.postgres.typed_snapshot import TypedRowLayout, typed_row_layout
@@ -67,6 +68,19 @@ SOURCE_TX_ID = source_column("txId")
 _TUPLE_AT = 6
 _NEW, _KEY, _OLD = ord("N"), ord("K"), ord("O")
 _INSERT, _UPDATE, _DELETE = ord("I"), ord("U"), ord("D")
+_TAKEN_KINDS = frozenset((_INSERT, _UPDATE, _DELETE))
+_BEGIN, _COMMIT = ord("B"), ord("C")
+_SKIPPED = "skipped"  # PgTypedRowChanges._target: a message of skipped.operations
+_UNDECIDED: Any = object()
+
+
+def _transaction(pos: StreamPosition) -> Transaction | None:
+    """The transaction fields of the rows :meth:`PgTypedRowChanges.gather` takes at `pos` on its
+    own, or None where it takes none: outside a transaction, and while skipping what was
+    delivered before a restart."""
+    if pos.final_lsn is None or pos.skipping:
+        return None
+    return pos.final_lsn, pos.xid, pos.commit_ts_us, pos.last_commit_lsn
 
 
 def stream_positions(majors: np.ndarray, minors: np.ndarray) -> pa.Array:
@@ -79,6 +93,18 @@ def stream_positions(majors: np.ndarray, minors: np.ndarray) -> pa.Array:
     return string_rows(text)
 
 
+# what a row's source block and position take from its transaction: (the position's major: the
+# commit LSN, or the LSN of a message outside a transaction; xid; commit time; last commit LSN).
+# One tuple is shared by the rows of a transaction, so a row costs one tuple of four references.
+Transaction = tuple[int, int | None, int, int | None]
+# a taken row, as TypedRowRun.rows holds it (flat: four items a row): its message as pgoutput
+# sent it, its LSN, its number in its transaction (the position's minor) and its transaction.
+# Flat, of bytes, ints and the shared transaction tuples: a row adds no object the cycle
+# collector tracks (a tuple per row made the collector walk them all, again and again)
+Row = tuple[bytes, int, int, Transaction]
+_STRIDE = 4
+
+
 @dataclass
 class TypedRowRun:
     """Gathered messages of one table version and one op, in arrival order, undecoded: their
@@ -87,49 +113,50 @@ class TypedRowRun:
     captured: CapturedTable
     layout: TypedRowLayout
     op: str
-    payloads: list[bytes] = field(default_factory=list)  # the I/U/D messages as pgoutput sent them
-    majors: list[int] = field(default_factory=list)  # the position prefix: commit LSN (or LSN) ...
-    minors: list[int] = field(default_factory=list)  # ... and message number in the transaction
-    lsns: list[int] = field(default_factory=list)
-    txids: list[int | None] = field(default_factory=list)
-    commit_ts_us: list[int] = field(default_factory=list)
-    last_commits: list[int | None] = field(default_factory=list)
+    rows: list[Any] = field(default_factory=list)  # Row after Row, flat
 
     def add(self, payload: bytes, major: int, minor: int, lsn: int, xid: int | None, commit_ts_us: int,
             last_commit_lsn: int | None) -> None:
-        self.payloads.append(payload)
-        self.majors.append(major)
-        self.minors.append(minor)
-        self.lsns.append(lsn)
-        self.txids.append(xid)
-        self.commit_ts_us.append(commit_ts_us)
-        self.last_commits.append(last_commit_lsn)
+        self.rows += (payload, lsn, minor, (major, xid, commit_ts_us, last_commit_lsn))
 
     def __len__(self) -> int:
-        return len(self.payloads)
+        return len(self.rows) // _STRIDE
+
+    def row(self, i: int) -> Row:
+        return tuple(self.rows[i * _STRIDE:(i + 1) * _STRIDE])  # type: ignore[return-value]
+
+    @property
+    def key(self) -> tuple[int, str]:
+        """The run's key among a task's runs: one per table version (its CapturedTable) and op."""
+        return id(self.captured), self.op
+
+    def detach(self) -> TypedRowRun:
+        """A run of the rows gathered so far; this one is left empty (and keeps gathering)."""
+        out = TypedRowRun(self.captured, self.layout, self.op, self.rows)
+        self.rows = []
+        return out
 
     def raw(self, i: int) -> list[Any]:
         """Row `i`'s tuple, decoded one by one (raises pgoutput.ProtocolError for a malformed one)."""
-        msg = pg.decode(self.payloads[i])
+        msg = pg.decode(self.row(i)[0])
         return msg.old if self.op == OP_DELETE else msg.new
 
     def subset(self, rows: list[int]) -> TypedRowRun:
         """A run of these rows only."""
-        out = TypedRowRun(self.captured, self.layout, self.op)
-        for i in rows:
-            out.add(self.payloads[i], self.majors[i], self.minors[i], self.lsns[i], self.txids[i],
-                    self.commit_ts_us[i], self.last_commits[i])
-        return out
+        return TypedRowRun(self.captured, self.layout, self.op, [item for i in rows for item in self.row(i)])
 
     def position(self, i: int, record: int = 0) -> str:
-        return position_key(self.majors[i], self.minors[i], record)
+        _, _, minor, tx = self.row(i)
+        return position_key(tx[0], minor, record)
 
     def to_batch(self) -> tuple[pa.RecordBatch, list[int]]:
         """The rows as typed rows (their columns and row columns), and the rows left out: those
         whose tuple is not plain text and NULL values (an unchanged-TOAST value, a malformed
         tuple), which go the event path. Raises pyarrow.ArrowInvalid (or ArrowNotImplementedError)
         for a value without an exact typed form."""
-        parsed = tuple_columns(self.payloads, _TUPLE_AT, self.layout.raw_count)
+        rows = self.rows
+        payloads, lsns, minors, txs = (rows[i::_STRIDE] for i in range(_STRIDE))
+        parsed = tuple_columns(payloads, _TUPLE_AT, self.layout.raw_count)
         fast = parsed.fast
         arrays: list[pa.Array] = []
         names: list[str] = []
@@ -137,18 +164,25 @@ class TypedRowRun:
             arrays.append(_typed(parsed.text(index), arrow))
             names.append(name)
         n = int(fast.sum())
+        # the transaction fields: once per run of rows sharing a transaction tuple, then taken per row
+        ids = np.fromiter(map(id, txs), dtype=np.uint64, count=len(txs))
+        change = np.ones(len(ids), dtype=bool)
+        change[1:] = ids[1:] != ids[:-1]
+        first = np.flatnonzero(change)
+        groups = [txs[i] for i in first.tolist()]
+        tx_row = np.repeat(np.arange(len(first), dtype=np.int64), np.diff(np.append(first, len(txs))))[fast]
+        majors, txids, commit_ts_us, last_commits = (list(map(itemgetter(i), groups)) for i in range(4))
 
-        def column(values: list[Any], kind: pa.DataType) -> pa.Array:
-            array = pa.array(values, kind)
-            return array if n == len(values) else array.filter(pa.array(fast))
+        def per_row(values: list[Any]) -> pa.Array:  # lists: pa.array takes a tuple of ints ~100x slower
+            return pa.array(values, pa.int64()).take(tx_row)
 
-        majors = np.array(self.majors, dtype=np.uint64)[fast]
-        minors = np.array(self.minors, dtype=np.uint64)[fast]
-        lsns = column(self.lsns, pa.int64())
-        arrays += [stream_positions(majors, minors), column(self.commit_ts_us, pa.int64()),
-                   pa.repeat(pa.scalar(self.op, pa.string()), n),
+        lsn_array = pa.array(lsns, pa.int64())
+        positions = stream_positions(np.array(majors, dtype=np.uint64)[tx_row],
+                                     np.array(minors, dtype=np.uint64)[fast])
+        arrays += [positions, per_row(commit_ts_us), pa.repeat(pa.scalar(self.op, pa.string()), n),
                    pa.repeat(pa.scalar(time.time_ns() // 1_000_000, pa.int64()), n),
-                   lsns, column(self.txids, pa.int64()), column(self.last_commits, pa.int64())]
+                   lsn_array if n == len(lsns) else lsn_array.filter(pa.array(fast)),
+                   per_row(txids), per_row(last_commits)]
         names += [POSITION, TS_US, OP, EVENT_MS, SOURCE_LSN, SOURCE_TX_ID, LAST_COMMIT_LSN]
         return pa.RecordBatch.from_arrays(arrays, names=names), parsed.slow_rows()
 
@@ -190,12 +224,77 @@ class PgTypedRowChanges(TypedRowChanges):
 
         Decided from the message's first bytes; its tuple is parsed with the run's. A row whose
         tuple turns out to hold an unchanged-TOAST value is built as an event then."""
-        if self.settings.provide_transaction_metadata:
-            # each event carries its transaction block, and the END record counts the events
+        if self.settings.provide_transaction_metadata or pos.xmin is not None:
+            # metadata: each event carries its transaction block, and the END record counts the events
             return False
+        target = self._target(captured, payload)
+        if target is None:
+            return False
+        if not pos.data() or target is _SKIPPED:
+            return True  # delivered before a restart, or skipped.operations
+        self._add(target, payload, lsn, minor, (major, pos.xid, pos.commit_ts_us, pos.last_commit_lsn))
+        return True
+
+    def gather(self, messages: Sequence[tuple[bytes, int]], registry: SchemaRegistry, pos: StreamPosition,
+               other: Callable[[bytes, int], None]) -> None:
+        """Take the row changes among `messages` (relation definitions that do not change among
+        them) as :meth:`take` would, in bulk; `other(payload, lsn)` handles every other message,
+        and every message this cannot decide on its own, exactly as one by one: it advances `pos`
+        and takes (:meth:`take`) or builds them. BEGIN and COMMIT, which only move `pos` on this
+        path, are handled here.
+
+        The decision :meth:`take` makes from a message's first bytes (type, relation, tuple
+        marker) is made once per distinct first bytes; a row inside a transaction (not one
+        delivered before a restart) then costs a tuple and an append. Its transaction's fields
+        are one tuple shared by its rows, made again after each message `other` handles (only
+        those change `pos`)."""
+        if self.settings.provide_transaction_metadata or pos.xmin is not None:
+            for payload, lsn in messages:
+                other(payload, lsn)
+            return
+        heads: dict[bytes, TypedRowRun | None] = {}
+        limit, at = self.batch_rows * _STRIDE, _TUPLE_AT
+        tx, msgs = _transaction(pos), pos.tx_msgs
+        for payload, lsn in messages:
+            head = payload[:at]
+            run = heads.get(head, _UNDECIDED)
+            if run is _UNDECIDED:
+                run = None
+                if payload[0] in _TAKEN_KINDS:  # decided (and cached) for I/U/D only: other heads vary
+                    captured = registry.get(relation_oid(payload))
+                    target = self._target(captured, payload) if captured is not None else None
+                    run = heads[head] = target if isinstance(target, TypedRowRun) else None
+            if run is None or tx is None or len(payload) <= at:
+                pos.tx_msgs = msgs
+                kind = payload[0]
+                # BEGIN and COMMIT only move `pos` here (ChangeEventBuilder.handle without
+                # transaction metadata: what else it makes is a COMMIT's offset marker, which
+                # decode_changes drops, and its own per-message state, set again before use)
+                if kind == _BEGIN:
+                    pos.begin(pg.decode(payload))
+                elif kind == _COMMIT:
+                    pos.commit(pg.decode(payload))
+                else:
+                    other(payload, lsn)
+                    if kind not in _TAKEN_KINDS:
+                        heads.clear()  # a relation message may have changed the registry: decide again
+                tx, msgs = _transaction(pos), pos.tx_msgs
+                continue
+            msgs += 1  # pos.data(): the message number in the transaction
+            rows = run.rows
+            if not rows:
+                self._runs[run.key] = self._runs.pop(run.key)  # runs are handed on in order of first row
+            rows += (payload, lsn, msgs, tx)
+            if len(rows) >= limit:
+                self._full.append(run.detach())
+        pos.tx_msgs = msgs
+
+    def _target(self, captured: CapturedTable, payload: bytes) -> TypedRowRun | str | None:
+        """Where a message of `captured` with these first bytes goes: the run it joins, _SKIPPED
+        (skipped.operations: taken, and dropped), None (the event path)."""
         layout, _ = self._layout(captured)
-        if layout is None or pos.xmin is not None or len(payload) <= _TUPLE_AT:
-            return False
+        if layout is None or len(payload) <= _TUPLE_AT:
+            return None
         kind, marker = payload[0], payload[_TUPLE_AT - 1]
         if kind == _INSERT and marker == _NEW:
             op = OP_CREATE
@@ -204,17 +303,22 @@ class PgTypedRowChanges(TypedRowChanges):
         elif kind == _DELETE and (marker == _KEY or marker == _OLD):
             op = OP_DELETE
         else:
-            return False
-        if not pos.data() or op in self.settings.skipped_operations:
-            return True  # delivered before a restart, or skipped.operations
+            return None
+        if op in self.settings.skipped_operations:
+            return _SKIPPED
         key = (id(captured), op)
         run = self._runs.get(key)
         if run is None:
             run = self._runs[key] = TypedRowRun(captured, layout, op)
-        run.add(payload, major, minor, lsn, pos.xid, pos.commit_ts_us, pos.last_commit_lsn)
+        return run
+
+    def _add(self, run: TypedRowRun, payload: bytes, lsn: int, minor: int, tx: Transaction) -> None:
+        rows = run.rows
+        if not rows:
+            self._runs[run.key] = self._runs.pop(run.key)  # runs are handed on in order of first row
+        rows += (payload, lsn, minor, tx)
         if len(run) >= self.batch_rows:
-            self._full.append(self._runs.pop(key))
-        return True
+            self._full.append(run.detach())
 
     def ready(self) -> list[TypedRows | PositionedRecord]:
         """The runs that are full, converted."""
@@ -223,7 +327,7 @@ class PgTypedRowChanges(TypedRowChanges):
 
     def finish(self) -> list[TypedRows | PositionedRecord]:
         """Everything gathered, converted."""
-        self._full.extend(self._runs.values())
+        self._full.extend(run.detach() for run in self._runs.values() if run.rows)
         self._runs.clear()
         return self.ready()
 
@@ -276,10 +380,10 @@ class PgTypedRowChanges(TypedRowChanges):
         dispatcher = s.dispatcher(lambda r: out.append(r) if isinstance(r, SourceRecord) else None, lambda: {})
         for i in range(len(run)):
             raw = run.raw(i)
-            lsn, xid = run.lsns[i], run.txids[i]
-            source = source_block(s.server, s.dbname, ts_us=run.commit_ts_us[i], snapshot="false",
+            _, lsn, _, (_, xid, commit_ts_us, last_commit_lsn) = run.row(i)
+            source = source_block(s.server, s.dbname, ts_us=commit_ts_us, snapshot="false",
                                   schema=table_id.schema or "", table=table_id.table, tx_id=xid, lsn=lsn,
-                                  last_commit_lsn=run.last_commits[i])
+                                  last_commit_lsn=last_commit_lsn)
             try:
                 row = captured.schema.row(raw)
             except Exception as exc:  # event.processing.failure.handling.mode, as in the event path
@@ -289,7 +393,7 @@ class PgTypedRowChanges(TypedRowChanges):
             before, after = (row, None) if run.op == OP_DELETE else (None, row)
             dispatcher.dispatch_change(captured.schema, captured.topic, run.op, before, after, source,
                                        collection=captured.collection, tx_id=f"{xid}:{lsn}",
-                                       tx_ts_ms=run.commit_ts_us[i] // 1000)
+                                       tx_ts_ms=commit_ts_us // 1000)
             for n, record in enumerate(out):
                 yield PositionedRecord(run.position(i, n), record)
             out.clear()

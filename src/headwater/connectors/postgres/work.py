@@ -117,35 +117,44 @@ class PgWorkDecoder(WorkDecoder):
             self._builder = self.settings.create_builder()
         chunk_builder = self._builder
         out: list[PositionedRecord] = []
-        current = ["", 0]  # position prefix of the message being handled, records emitted for it
+        # the position (major, minor) of the message being handled, and the records emitted for it;
+        # its text is made for the messages that emit records only
+        current = [0, 0, 0]
 
         def emit(item: Any) -> None:
             if isinstance(item, SourceRecord):
-                out.append(PositionedRecord(current[0] + f"{current[1]:08X}", item))
-                current[1] += 1
+                out.append(PositionedRecord(position_key(current[0], current[1], current[2]), item))
+                current[2] += 1
 
         registry = chunk_builder.registry
         builder = ChangeEventBuilder(self.settings, registry, copy.copy(chunk.position), emit)
         pos = builder.position
+
+        def handle(payload: bytes, lsn: int) -> None:
+            # a data message or COMMIT of a transaction is message number tx_msgs + 1 of it,
+            # its BEGIN (the BEGIN record of provide.transaction.metadata) number 0; a
+            # non-transactional message is ordered by its own LSN
+            if pos.final_lsn is not None:
+                major, minor = pos.final_lsn, pos.tx_msgs + 1
+            elif payload[0] == BEGIN:
+                major, minor = int.from_bytes(payload[1:9], "big"), 0  # its final (commit) LSN
+            else:
+                major, minor = lsn, 0
+            if typed is not None and payload[0] in DATA_CHANGES:
+                captured = registry.get(relation_oid(payload))
+                if captured is not None and typed.take(captured, payload, lsn, major, minor, pos):
+                    return
+            current[0], current[1], current[2] = major, minor, 0
+            builder.handle(payload, lsn)
+
         for relations, messages in chunk.runs():
             chunk_builder.update_relations(relations)
+            if typed is not None:
+                # the row changes in bulk; every other message (BEGIN, COMMIT, events) one by one
+                typed.gather(messages, registry, pos, handle)
+                continue
             for payload, lsn in messages:
-                # a data message or COMMIT of a transaction is message number tx_msgs + 1 of it,
-                # its BEGIN (the BEGIN record of provide.transaction.metadata) number 0; a
-                # non-transactional message is ordered by its own LSN
-                if pos.final_lsn is not None:
-                    major, minor = pos.final_lsn, pos.tx_msgs + 1
-                elif payload[0] == BEGIN:
-                    major, minor = int.from_bytes(payload[1:9], "big"), 0  # its final (commit) LSN
-                else:
-                    major, minor = lsn, 0
-                if typed is not None and payload[0] in DATA_CHANGES:
-                    captured = registry.get(relation_oid(payload))
-                    if captured is not None and typed.take(captured, payload, lsn, major, minor, pos):
-                        continue
-                current[0] = position_key(major, minor)[:32]
-                current[1] = 0
-                builder.handle(payload, lsn)
+                handle(payload, lsn)
         return out
 
     def decode_typed_rows(self, item: Any) -> list[TypedRows] | None:

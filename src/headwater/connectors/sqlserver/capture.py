@@ -717,6 +717,8 @@ class SqlServerCaptureSource(CaptureSource):
         self.conns.clear()
         self._heartbeat_conns.clear()
         self._catalogs.clear()
+        if self._streamer is not None:
+            self._streamer.close()
         self._streamer = None
         if self._incremental is not None:
             self._incremental.close()

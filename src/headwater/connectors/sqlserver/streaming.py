@@ -121,6 +121,8 @@ class Streamer:
         self._last_marked: dict[str, Any] | None = None
         self.states: dict[str, DatabaseState] = {}
         self._raw: dict[tuple[int, str], _Raw] = {}
+        # see transaction_ended: with several databases, a connection to the login's default database
+        self._metadata_conn: SqlServerConnection | None = None
         for db in settings.databases:
             offset = offsets[db]
             dispatcher = dispatcher_factory(self._pending.append, self.current_offset)
@@ -500,11 +502,40 @@ class Streamer:
             return
         if time.monotonic() - state.end_timer < self.end_delay_s:
             return
-        if md.scan_ended_empty(state.conn):
+        if self.transaction_ended(state):
             state.dispatcher.transaction_end(state.tx_id, state.tx_ts_ms)
             state.tx_id = None
             state.end_timer = None
             self._flush()
+
+    def transaction_ended(self, state: DatabaseState) -> bool:
+        """Debezium's didTransactionEnd on its metadata connection: whether the capture job's last
+        scan was empty. With one database that connection is in the database; with several it stays
+        in the login's default database (usually master, which has no capture job, so Debezium never
+        sends the idle END there — only the next transaction of the database ends the open one)."""
+        if len(self.settings.databases) == 1:
+            return md.scan_ended_empty(state.conn)
+        if self._metadata_conn is None or self._metadata_conn.closed:
+            try:
+                self._metadata_conn = SqlServerConnection(state.conn.config, None, purpose=state.conn.purpose)
+            except Exception as exc:  # as the query's own errors: only logged (Debezium's)
+                log.warning("could not connect to the login's default database to ask whether the last "
+                            "transaction ended: %s", exc)
+                return False
+        conn = self._metadata_conn
+        ended = md.scan_ended_empty(conn)
+        try:
+            conn.rollback()  # ends the read transaction the query opened
+        except ConnectorError as exc:
+            log.warning("the default database's connection failed: %s", exc)
+            conn.close()  # the next check connects again
+        return ended
+
+    def close(self) -> None:
+        """Closes the connection transaction_ended opened (the database connections are the owner's)."""
+        if self._metadata_conn is not None:
+            self._metadata_conn.close()
+            self._metadata_conn = None
 
 
 TRANSACTION_ID = "transaction_id"

@@ -366,7 +366,7 @@ class SqlServerUnitStream(UnitStream):
         handed = progress.handed.commit_lsn
         if floor is None or handed is None or handed <= floor or not progress.window_at:
             return
-        if time.monotonic() - progress.window_at < delay_s or not md.scan_ended_empty(state.conn):
+        if time.monotonic() - progress.window_at < delay_s or not self.streamer.transaction_ended(state):
             return
         last = self._last_commit(state, handed)
         if last is None or last <= floor:
@@ -620,6 +620,7 @@ class SqlServerUnitStream(UnitStream):
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=30)
+        self.streamer.close()
         for conn in self.conns.values():
             conn.close()
 

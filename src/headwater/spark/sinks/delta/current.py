@@ -51,6 +51,7 @@ from headwater.spark.sinks.delta import files as delta_files
 from headwater.spark.sinks.delta.decoding import Part
 from headwater.spark.sinks.delta.options import SinkOptions
 from headwater.spark.sinks.delta.schemas import TYPED_ROWS, Summary, Topic
+from headwater.spark.sinks.delta.typed_changelog import PendingChangelog
 
 log = logging.getLogger(__name__)
 
@@ -190,16 +191,21 @@ class CurrentState:
         directory = delta_files.local_directory(path) if self.options.files and not mapped else None
         if directory is None or not delta_files.plain_schema(schema):
             return False
-        if any(key.startswith(_SESSION_TABLE_DEFAULTS) for key in session.conf.getAll):
+        if delta_files.session_adds_to_new_tables(session):
             return False
         delta_files.create(directory, schema, properties)
         return True
 
     def apply(self, session: Any, parts: list[Part], topic: Topic, summary: Summary, table: StoredTable | None,
-              path: str, batch_id: int, app: str) -> StoredTable | None:
+              path: str, batch_id: int, app: str, changelog: PendingChangelog | None = None) -> StoredTable | None:
+        """Write the batch's events into the table. `changelog`: the batch's change log of snapshot
+        rows, written with the table's files when the batch appends them, else before anything
+        is written here (the change log first, as always)."""
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
+        if changelog is not None and not (summary.events and topic.key_fields):
+            changelog.append()
         if summary.last_truncate is not None and table is not None:
             DeltaTable.forPath(session, path).delete(F.col(POSITION) < F.lit(summary.last_truncate))
         if summary.events == 0 or not topic.key_fields:
@@ -207,12 +213,14 @@ class CurrentState:
         with self._timed("current.table"):
             table = self._ensure_table(session, path, topic, table, summary.topic)
         merge_app = f"{app}:merge"
-        if table.empty and self._append_snapshot_files(session, parts, summary, table, path, merge_app, batch_id):
+        if table.empty and self._append_snapshot_files(session, parts, summary, table, path, merge_app, batch_id,
+                                                       changelog):
             table.empty = False
             return table
+        if changelog is not None:
+            changelog.append()
         source, columns, toast = self._merge_source(parts, topic, summary)
-        values = {quote(f["field"]): f"s.__hw_c{i}" for i, f in enumerate(columns)}
-        values.update({quote(POSITION): "s.__hw_position", quote(OP): "s.__hw_op", quote(TS_MS): "s.__hw_ts_ms"})
+        values, updates, condition, newer = merge_clauses(columns, topic, toast, quote, "<=>")
         with self._timed("current.write"):
             if table.empty:
                 # a table this sink just created: nothing to merge with, append the upserts
@@ -225,14 +233,6 @@ class CurrentState:
             elif not table.change_feed and self._rewrites(session, path, summary):
                 self._rewrite(session, path, topic, table, source, columns, toast, merge_app, batch_id)
             else:
-                updates = dict(values)
-                for i in toast:
-                    name = quote(columns[i]["field"])
-                    updates[name] = f"CASE WHEN s.__hw_keep_{i} THEN t.{name} ELSE s.__hw_c{i} END"
-                equal = "=" if topic.key_not_null else "<=>"
-                condition = " AND ".join(f"t.{quote(f['field'])} {equal} s.__hw_key_{i}"
-                                         for i, f in enumerate(topic.key_fields))
-                newer = f"s.__hw_position > t.{quote(POSITION)}"
                 (DeltaTable.forPath(session, path).alias("t").merge(source.alias("s"), condition)
                  .whenMatchedDelete(condition=f"s.__hw_op = 'd' AND {newer}")
                  .whenMatchedUpdate(condition=f"s.__hw_op <> 'd' AND {newer}", set=updates)
@@ -242,11 +242,12 @@ class CurrentState:
         return table
 
     def _append_snapshot_files(self, session: Any, parts: list[Part], summary: Summary, table: StoredTable, path: str,
-                               app: str, batch_id: int) -> bool:
+                               app: str, batch_id: int, changelog: PendingChangelog | None = None) -> bool:
         """A batch of snapshot reads only, all typed rows, into a table this sink has just
         created: the executors write the Parquet files themselves and delta-rs commits them (see
-        :mod:`headwater.spark.sinks.delta.files`). False, having written nothing, when the batch
-        or the table does not allow it (then Spark's writer appends)."""
+        :mod:`headwater.spark.sinks.delta.files`); the batch's `changelog`, when pending, in the
+        same job (its commit first). False, having written nothing, when the batch or the table
+        does not allow it (then Spark's writer appends)."""
         from pyspark.sql.types import StructField, StructType
 
         # every record typed (one part: the typed rows), every event a snapshot read
@@ -266,11 +267,25 @@ class CurrentState:
             # chunk: fewer, larger files, and the tasks' fixed costs (launch, the Python worker's
             # set-up) paid a few times instead of once a chunk, where they weighed more than the
             # writing (bench/README.md)
-            records = parts[0].records.select(TYPED_ROWS).coalesce(session.sparkContext.defaultParallelism)
-            written = records.mapInArrow(writer, delta_files.FILE_COLUMNS).collect()
+            parallelism = session.sparkContext.defaultParallelism
+            if changelog is not None and not changelog.written and changelog.changelog.pending(changelog.app_id,
+                                                                                             batch_id):
+                log_writer, log_columns = changelog.changelog.writer()
+                paired = delta_files.PairedFileWriter((log_writer, log_columns), (writer, [TYPED_ROWS]))
+                selected = list(dict.fromkeys([*log_columns, TYPED_ROWS]))
+                written = (parts[0].records.select(*selected).coalesce(parallelism)
+                           .mapInArrow(paired, delta_files.PAIRED_FILE_COLUMNS).collect())
+                changelog.changelog.commit([_written(r) for r in written if r["writer"] == 0], changelog.app_id,
+                                           batch_id)
+                changelog.written = True
+                written = [r for r in written if r["writer"] == 1]
+            else:
+                if changelog is not None:
+                    changelog.append()  # nothing to write: the change log holds this batch already
+                records = parts[0].records.select(TYPED_ROWS).coalesce(parallelism)
+                written = records.mapInArrow(writer, delta_files.FILE_COLUMNS).collect()
         with self._timed("current.commit"):
-            files = [delta_files.WrittenFile(r["path"], r["size"], r["rows"], r["stats"]) for r in written]
-            delta_files.commit(directory, files, app, batch_id)
+            delta_files.commit(directory, [_written(r) for r in written], app, batch_id)
         return True
 
     def _file_target(self, path: str, table: StoredTable) -> tuple[str, dict[str, str | None]] | None:
@@ -310,11 +325,8 @@ class CurrentState:
 
         file_target = self._file_target(path, table)
         if file_target is not None:
-            from deltalake import DeltaTable
-
-            version = DeltaTable(file_target[0]).version()
             # the version whose files the commit replaces, exactly
-            stored = session.read.format("delta").option("versionAsOf", version).load(path)
+            version, stored = delta_files.version_rows(session, file_target[0])
             if not delta_files.arrow_writable(stored.schema):
                 file_target = None
         if file_target is None:
@@ -357,8 +369,7 @@ class CurrentState:
             writer = delta_files.TableFileWriter(directory, stored.schema, indexed)
             written = rows.mapInArrow(writer, delta_files.FILE_COLUMNS).collect()
         with self._timed("current.commit"):
-            files = [delta_files.WrittenFile(r["path"], r["size"], r["rows"], r["stats"]) for r in written]
-            delta_files.commit(directory, files, app, batch_id, replacing=version)
+            delta_files.commit(directory, [_written(r) for r in written], app, batch_id, replacing=version)
 
     def _merge_source(self, parts: list[Part], topic: Topic,
                       summary: Summary) -> tuple[Any, list[ct.Schema], dict[int, str]]:
@@ -465,9 +476,31 @@ class CurrentState:
         return rows.select(*selected)
 
 
+def merge_clauses(columns: list[ct.Schema], topic: Topic, toast: dict[int, str] | list[int],
+                  name: Callable[[str], str], null_safe_equal: str) -> tuple[dict[str, str], dict[str, str], str, str]:
+    """The MERGE of a batch's latest events per key (``s``, :meth:`CurrentState._merge_source`'s
+    columns) into the table (``t``), as SQL for Spark's MERGE or delta-rs's: the insert values and
+    the update assignments by column (`name` quotes a column name as the SQL dialect reads it; an
+    unchanged-TOAST column keeps the stored value), the key condition (`null_safe_equal`: the
+    dialect's NULL-safe equality, for keys that may be NULL) and the guard that the event is newer
+    than the stored row."""
+    values = {name(f["field"]): f"s.__hw_c{i}" for i, f in enumerate(columns)}
+    values.update({name(POSITION): "s.__hw_position", name(OP): "s.__hw_op", name(TS_MS): "s.__hw_ts_ms"})
+    updates = dict(values)
+    for i in toast:
+        column = name(columns[i]["field"])
+        updates[column] = f"CASE WHEN s.__hw_keep_{i} THEN t.{column} ELSE s.__hw_c{i} END"
+    equal = "=" if topic.key_not_null else null_safe_equal
+    condition = " AND ".join(f"t.{name(f['field'])} {equal} s.__hw_key_{i}" for i, f in enumerate(topic.key_fields))
+    return values, updates, condition, f"s.__hw_position > t.{name(POSITION)}"
+
+
+def _written(row: Any) -> delta_files.WrittenFile:
+    """A file's row of :data:`~headwater.spark.sinks.delta.files.FILE_COLUMNS`."""
+    return delta_files.WrittenFile(row["path"], row["size"], row["rows"], row["stats"])
+
+
 NO_TABLE = object()  # described_by_log: the log says there is no table
-# session settings that change what Spark puts into a new table (properties, protocol)
-_SESSION_TABLE_DEFAULTS = ("spark.databricks.delta.properties.defaults.", "spark.databricks.delta.protocol.")
 
 
 def _clear_uncommitted_log(session: Any, path: str) -> None:

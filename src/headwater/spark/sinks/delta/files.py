@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -44,6 +45,8 @@ STRING_PREFIX = 32
 # the benchmark's rows): a snapshot's tasks each take many chunks (one task per core), which in one
 # file would be huge
 FILE_ROWS = 4 << 20
+# a file path Spark's reader takes as it is (no glob pattern, no URI scheme or escapes)
+_PLAIN_PATH = re.compile(r"/[A-Za-z0-9_./=+-]+")
 # what the writer yields per file: its name in the table directory, bytes, rows, Delta statistics
 FILE_COLUMNS = "path string, size bigint, rows bigint, stats string"
 
@@ -118,6 +121,32 @@ def stored_rows(directory: str) -> int | None:
     if counts.null_count:
         return None
     return int(pc.sum(counts).as_py() or 0)
+
+
+def version_rows(session: Any, directory: str) -> tuple[int, Any]:
+    """(version, rows) of the table at `directory` (a table :func:`writable_configuration`
+    accepts): its current version and a DataFrame of that version's rows, read as the Parquet
+    files its log lists for it, in the table's schema. Reading the table through Spark's Delta
+    source first rebuilds the log's state in Spark jobs of their own, a fixed cost of every
+    rewrite (bench/README.md); delta-rs reads the same log on the driver. The tables such a commit
+    writes hold no deletion vectors (their protocol has none) and no partition values outside the
+    files (unpartitioned); a partitioned table, or file paths Spark would take for patterns or
+    URIs (anything but letters, digits and ``_./=+-``), are read through Spark's Delta source."""
+    import json
+
+    from deltalake import DeltaTable
+    from pyspark.sql.types import StructType
+
+    table = DeltaTable(directory)
+    version = table.version()
+    schema = StructType.fromJson(json.loads(table.schema().to_json()))
+    files = table.file_uris()
+    if table.metadata().partition_columns or not all(_PLAIN_PATH.fullmatch(f) for f in files):
+        return version, session.read.format("delta").option("versionAsOf", version).load(directory)
+    if not files:
+        return version, session.createDataFrame([], schema)
+    # a file older than a column the table gained reads NULL for it, as Delta's reader gives it
+    return version, session.read.schema(schema).parquet(*files)
 
 
 def arrow_writable(table_schema: Any) -> bool:
@@ -348,30 +377,90 @@ class _FileWriter:
         self.stats_columns = [c for c in stats_columns if c in self.schema.names]
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        partition = context.partitionId() if context is not None else 0
-        file: _File | None = None
+        output = _Output(self, _task_partition())
         try:
             for rows_batch in self._table_batches(batches):
-                if rows_batch.num_rows == 0:
-                    continue
-                if file is None:
-                    file = _File(self.directory, partition, self.schema, self.stats_columns, rows_batch)
-                file.write(rows_batch)
-                if file.rows >= self.file_rows:
-                    done, file = file, None
-                    yield done.close()
-            if file is not None:
-                done, file = file, None
-                yield done.close()
+                yield from output.add(rows_batch)
+            yield from output.finish()
         finally:
-            if file is not None:  # a failed task: its file stays unreferenced
-                file.writer.close()
+            output.abandon()
 
     def _table_batches(self, batches: Iterator[Any]) -> Iterator[Any]:
         raise NotImplementedError
+
+
+def _task_partition() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else 0
+
+
+class _Output:
+    """The files one task writes for one writer: the open one, and a new one every `file_rows` rows."""
+
+    def __init__(self, writer: _FileWriter, partition: int) -> None:
+        self.writer = writer
+        self.partition = partition
+        self.file: _File | None = None
+
+    def add(self, rows_batch: Any) -> list[Any]:
+        """Write a batch of the table's columns; the rows of the files it finished."""
+        if rows_batch.num_rows == 0:
+            return []
+        w = self.writer
+        if self.file is None:
+            self.file = _File(w.directory, self.partition, w.schema, w.stats_columns, rows_batch)
+        self.file.write(rows_batch)
+        if self.file.rows < w.file_rows:
+            return []
+        done, self.file = self.file, None
+        return [done.close()]
+
+    def finish(self) -> list[Any]:
+        done, self.file = self.file, None
+        return [done.close()] if done is not None else []
+
+    def abandon(self) -> None:
+        if self.file is not None:  # a failed task: its file stays unreferenced
+            self.file.writer.close()
+            self.file = None
+
+
+# what the paired writer yields per file: FILE_COLUMNS and which of its writers wrote the file
+PAIRED_FILE_COLUMNS = f"{FILE_COLUMNS}, writer int"
+
+
+class PairedFileWriter:
+    """``mapInArrow`` function: one pass over the records feeding two writers, each given its
+    columns of them (e.g. a snapshot's change log and its current-state table, both written from
+    the same typed rows); yields :data:`PAIRED_FILE_COLUMNS`. Two writers in one job read the
+    batch's records once, where a job each read them twice and paid a job's fixed costs twice
+    (bench/README.md)."""
+
+    def __init__(self, *writers: tuple[_FileWriter, list[str]]) -> None:
+        self.writers = writers
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        def tagged(done: Any, index: int) -> Any:
+            return pa.RecordBatch.from_arrays([*done.columns, pa.array([index] * done.num_rows, pa.int32())],
+                                              names=[*done.schema.names, "writer"])
+        partition = _task_partition()
+        outputs = [_Output(writer, partition) for writer, _ in self.writers]
+        try:
+            for batch in batches:
+                for index, ((writer, columns), output) in enumerate(zip(self.writers, outputs)):
+                    for rows_batch in writer._table_batches(iter([batch.select(columns)])):
+                        for done in output.add(rows_batch):
+                            yield tagged(done, index)
+            for index, output in enumerate(outputs):
+                for done in output.finish():
+                    yield tagged(done, index)
+        finally:
+            for output in outputs:
+                output.abandon()
 
 
 class TableFileWriter(_FileWriter):
@@ -485,6 +574,7 @@ def _checkpoint_if_due(table: Any) -> None:
         table.create_checkpoint()
 
 
-__all__ = ["FILE_COLUMNS", "ParquetFileWriter", "TableFileWriter", "WrittenFile", "arrow_writable", "commit",
-           "create", "create_with_files", "describe", "indexed_columns", "local_directory", "nullable_type",
-           "plain_schema", "session_adds_to_new_tables", "stored_rows", "writable_configuration"]
+__all__ = ["FILE_COLUMNS", "PAIRED_FILE_COLUMNS", "PairedFileWriter", "ParquetFileWriter", "TableFileWriter",
+           "WrittenFile", "arrow_writable", "commit", "create", "create_with_files", "describe", "indexed_columns",
+           "local_directory", "nullable_type", "plain_schema", "session_adds_to_new_tables", "stored_rows",
+           "version_rows", "writable_configuration"]

@@ -25,7 +25,7 @@ from headwater.spark.sinks.delta.decoding import Part
 from headwater.spark.sinks.delta.options import SinkOptions, absolute
 from headwater.spark.sinks.delta.schemas import DATA_OPS, ENVELOPE_PREFIX, TYPED_ROWS, BatchSchemas, Summary
 from headwater.spark.sinks.delta.small_batch import SmallBatches
-from headwater.spark.sinks.delta.typed_changelog import TypedChangelog
+from headwater.spark.sinks.delta.typed_changelog import PendingChangelog, TypedChangelog
 from headwater.spark.sinks.jsonl import topic_directory
 
 log = logging.getLogger(__name__)
@@ -155,20 +155,32 @@ class DeltaSink:
                     session, parts, topic, summary, table, table_path, self.changelog_path(summary.topic), batch_id,
                     app, changelog=options.changelog, current=current):
                 return
+            pending: PendingChangelog | None = None
             if options.changelog:
                 with self._timed("changelog"):
                     path = self.changelog_path(summary.topic)
                     columns = changelog.changelog_columns(summary.connector)
                     for part in parts:
                         if part.changelog is not None:
-                            part.changelog.append(f"{app}:changelog{part.tag}", batch_id)
+                            log_app = f"{app}:changelog{part.tag}"
+                            if (current and len(parts) == 1 and topic.key_fields and summary.events
+                                    and summary.reads == summary.events and summary.last_truncate is None):
+                                # snapshot rows: written with the current state's files when it
+                                # appends them (one job), else before the current state is written
+                                pending = PendingChangelog(part.changelog, log_app, batch_id)
+                                continue
+                            part.changelog.append(log_app, batch_id)
                             continue
                         changelog.append(part.parsed, topic, columns, part.fmt, path, f"{app}:changelog{part.tag}",
                                          batch_id)
                     self._register(session, summary.topic + CHANGELOG_SUFFIX, path)
             if current:
                 with self._timed("current"):
-                    self.current_state.apply(session, parts, topic, summary, table, table_path, batch_id, app)
+                    self.current_state.apply(session, parts, topic, summary, table, table_path, batch_id, app,
+                                             pending)
+            if pending is not None and not pending.written:
+                with self._timed("changelog"):
+                    pending.append()
         finally:
             for frame in persisted:
                 frame.unpersist()

@@ -42,15 +42,15 @@ from typing import Any
 from headwater.spark.sinks import connect_types as ct
 from headwater.spark.sinks.delta import changelog as changelog_module
 from headwater.spark.sinks.delta import files as delta_files
-from headwater.spark.sinks.delta.current import OP, POSITION, TS_MS, CurrentState, StoredTable
+from headwater.spark.sinks.delta.current import CurrentState, StoredTable, merge_clauses
 from headwater.spark.sinks.delta.decoding import Part
+from headwater.spark.sinks.delta.files import nullable_type
 from headwater.spark.sinks.delta.options import SinkOptions
 from headwater.spark.sinks.delta.schemas import Summary, Topic
 
 log = logging.getLogger(__name__)
 
 # session settings that change what Spark puts into a new table (as current.py checks them)
-_SESSION_TABLE_DEFAULTS = ("spark.databricks.delta.properties.defaults.", "spark.databricks.delta.protocol.")
 
 
 class SmallBatches:
@@ -128,9 +128,9 @@ class SmallBatches:
         plan = []
         for part in parts:
             frame = changelog_module.frame(part.parsed, topic, columns, part.fmt, batch_id)
-            wanted = _nullable(frame.schema)
+            wanted = nullable_type(frame.schema)
             if described is None:
-                if not delta_files.plain_schema(wanted) or _session_adds_to_new_tables(session):
+                if not delta_files.plain_schema(wanted) or delta_files.session_adds_to_new_tables(session):
                     return None
                 if plan and plan[0][1] != wanted:
                     return None  # parts of different schemas: Spark's appends merge them
@@ -139,8 +139,8 @@ class SmallBatches:
                 if delta_files.writable_configuration(directory) is None:
                     return None
                 schema = StructType.fromJson(json.loads(described[1]))
-                if _nullable(schema) != wanted:
-                    log.debug("%s: change log schema %s, the batch's %s", path, _nullable(schema).simpleString(),
+                if nullable_type(schema) != wanted:
+                    log.debug("%s: change log schema %s, the batch's %s", path, nullable_type(schema).simpleString(),
                               wanted.simpleString())
                     return None  # new fields: Spark's append merges them into the schema
                 create = False
@@ -163,10 +163,10 @@ class SmallBatches:
         rows, columns, toast = self.current_state.merge_rows(parts, topic, summary)
         by_name = {name.lower(): kind for name, kind in stored.columns.items()}
         for i, f in enumerate(topic.key_fields):
-            if _nullable(rows.schema[f"__hw_key_{i}"].dataType) != _nullable(by_name.get(f["field"].lower())):
+            if nullable_type(rows.schema[f"__hw_key_{i}"].dataType) != nullable_type(by_name.get(f["field"].lower())):
                 return None
         for i, f in enumerate(columns):
-            if _nullable(rows.schema[f"__hw_c{i}"].dataType) != _nullable(by_name.get(f["field"].lower())):
+            if nullable_type(rows.schema[f"__hw_c{i}"].dataType) != nullable_type(by_name.get(f["field"].lower())):
                 return None  # Spark's MERGE would cast; the driver does not guess how
         return rows, stored, directory, columns, toast
 
@@ -183,16 +183,7 @@ class SmallBatches:
 
         def target(name: str) -> str:
             return _ident(names[name.lower()])
-        values = {target(f["field"]): f"s.__hw_c{i}" for i, f in enumerate(columns)}
-        values.update({_ident(POSITION): "s.__hw_position", _ident(OP): "s.__hw_op", _ident(TS_MS): "s.__hw_ts_ms"})
-        updates = dict(values)
-        for i in toast:
-            column = target(columns[i]["field"])
-            updates[column] = f"CASE WHEN s.__hw_keep_{i} THEN t.{column} ELSE s.__hw_c{i} END"
-        equal = "=" if topic.key_not_null else "IS NOT DISTINCT FROM"
-        condition = " AND ".join(f"t.{target(f['field'])} {equal} s.__hw_key_{i}"
-                                 for i, f in enumerate(topic.key_fields))
-        newer = f"s.__hw_position > t.{_ident(POSITION)}"
+        values, updates, condition, newer = merge_clauses(columns, topic, toast, target, "IS NOT DISTINCT FROM")
         (table.merge(source=source, predicate=condition, source_alias="s", target_alias="t",
                      streamed_exec=False,  # a small source: delta-rs prunes the table's files by its keys
                      commit_properties=CommitProperties(app_transactions=[Transaction(app_id, batch_id)]),
@@ -244,29 +235,11 @@ def latest_per_key(rows: Any, keys: int, toast: Iterable[int]) -> Any:
     return pa.table(out)
 
 
-def _nullable(data_type: Any) -> Any:
-    """A Spark type with every field, element and value nullable and no field metadata: Delta
-    stores the columns Spark writes as nullable, so only names and types have to agree."""
-    from pyspark.sql.types import ArrayType, MapType, StructField, StructType
-
-    if isinstance(data_type, StructType):
-        return StructType([StructField(f.name, _nullable(f.dataType), True) for f in data_type.fields])
-    if isinstance(data_type, ArrayType):
-        return ArrayType(_nullable(data_type.elementType), True)
-    if isinstance(data_type, MapType):
-        return MapType(_nullable(data_type.keyType), _nullable(data_type.valueType), True)
-    return data_type
-
-
 def _written(directory: str, app_id: str, batch_id: int) -> bool:
     from deltalake import DeltaTable
 
     done = DeltaTable(directory).transaction_version(app_id)
     return done is not None and done >= batch_id
-
-
-def _session_adds_to_new_tables(session: Any) -> bool:
-    return any(key.startswith(_SESSION_TABLE_DEFAULTS) for key in session.conf.getAll)
 
 
 def _ident(name: str) -> str:

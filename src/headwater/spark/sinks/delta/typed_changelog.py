@@ -326,26 +326,56 @@ class TypedChangelog:
 
     def append(self, app_id: str, batch_id: int) -> None:
         """Write the files and commit them (unless the change log already has this batch)."""
+        if not self.pending(app_id, batch_id):
+            return
+        writer, selected = self.writer()
+        # a task per core (coalesce never adds partitions): fewer, larger files, as for a snapshot
+        written = (self.records.select(*selected).coalesce(self.parallelism)
+                   .mapInArrow(writer, delta_files.FILE_COLUMNS).collect())
+        self.commit([delta_files.WrittenFile(r["path"], r["size"], r["rows"], r["stats"]) for r in written],
+                    app_id, batch_id)
+
+    def pending(self, app_id: str, batch_id: int) -> bool:
+        """Whether the change log lacks this batch (a replayed batch may be there already)."""
         from deltalake import DeltaTable
 
-        if not self.create:
-            done = DeltaTable(self.directory).transaction_version(app_id)
-            if done is not None and done >= batch_id:
-                return  # a replayed batch the change log already holds
+        if self.create:
+            return True
+        done = DeltaTable(self.directory).transaction_version(app_id)
+        return done is None or done < batch_id
+
+    def writer(self) -> tuple[ChangelogFileWriter, list[str]]:
+        """The executors' writer of the change log's files, and the record columns it reads."""
         if self.create:
             os.makedirs(self.directory, exist_ok=True)
         configuration = {} if self.create else (delta_files.writable_configuration(self.directory) or {})
         indexed = delta_files.indexed_columns([(f.name, f.dataType) for f in self.schema.fields], configuration)
         writer = ChangelogFileWriter(self.directory, self.schema, indexed, self.rows)
-        selected = ["value", TYPED_ROWS] if self.rows.fill else [TYPED_ROWS]
-        # a task per core (coalesce never adds partitions): fewer, larger files, as for a snapshot
-        written = (self.records.select(*selected).coalesce(self.parallelism)
-                   .mapInArrow(writer, delta_files.FILE_COLUMNS).collect())
-        files = [delta_files.WrittenFile(r["path"], r["size"], r["rows"], r["stats"]) for r in written]
+        return writer, ["value", TYPED_ROWS] if self.rows.fill else [TYPED_ROWS]
+
+    def commit(self, files: list[delta_files.WrittenFile], app_id: str, batch_id: int) -> None:
+        """Commit the files :meth:`writer` wrote, with the batch's idempotent-write id."""
         if self.create:
             delta_files.create_with_files(self.directory, self.schema, files, app_id, batch_id)
         else:
             delta_files.commit(self.directory, files, app_id, batch_id)
+
+
+@dataclass
+class PendingChangelog:
+    """A batch's change log of typed rows not yet appended: the current state's snapshot files may
+    take it into their job (:class:`~headwater.spark.sinks.delta.files.PairedFileWriter`);
+    otherwise :meth:`append` writes it on its own, before the current state is written."""
+
+    changelog: TypedChangelog
+    app_id: str
+    batch_id: int
+    written: bool = False
+
+    def append(self) -> None:
+        if not self.written:
+            self.changelog.append(self.app_id, self.batch_id)
+            self.written = True
 
 
 def _source_fields(topic: Topic, source: TypedSource) -> tuple[_SourceField, ...] | None:
@@ -373,4 +403,4 @@ def _source_fields(topic: Topic, source: TypedSource) -> tuple[_SourceField, ...
     return tuple(found)
 
 
-__all__ = ["ChangelogFileWriter", "ChangelogRows", "TypedChangelog", "row_expression"]
+__all__ = ["ChangelogFileWriter", "ChangelogRows", "PendingChangelog", "TypedChangelog", "row_expression"]
