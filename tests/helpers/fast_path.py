@@ -22,6 +22,25 @@ from headwater.connectors.postgres.metadata import CatalogReader
 from headwater.standalone import serializer_settings
 
 
+def workload_messages(db: Any, tables: str, workload: str, publication: str, prefix: str) -> list[tuple[bytes, int]]:
+    """Create `tables` (and their publication), run `workload` (statements separated by ";\n") after
+    a new slot, and return the pgoutput messages the slot holds for it (peeked: the slot is dropped
+    after, nothing consumed)."""
+    import uuid
+
+    slot = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    db.execute(tables)
+    db.execute(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
+    for statement in workload.strip().split(";\n"):
+        db.execute(statement)
+    rows = db.execute(
+        f"SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes('{slot}', NULL, NULL, "
+        f"'proto_version', '1', 'publication_names', '{publication}', 'messages', 'true')")
+    db.execute(f"SELECT pg_drop_replication_slot('{slot}')")
+    assert rows
+    return peeked(rows)
+
+
 def peeked(rows: Iterable[tuple[str, Any]]) -> list[tuple[bytes, int]]:
     """(payload, LSN) of the rows ``lsn::text, data`` of ``pg_logical_slot_peek_binary_changes``."""
     out = []

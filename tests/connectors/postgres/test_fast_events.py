@@ -4,7 +4,6 @@ for every column type and the settings that change how a row is rendered."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ from headwater.connectors.postgres.events import Chunk, ChunkBuilder
 from headwater.serialization.json import EncodedLines
 from headwater.serialization.parallel import encode_items
 from helpers.capture import base_properties
-from helpers.fast_path import TwoPaths, peeked
+from helpers.fast_path import TwoPaths, workload_messages
 
 CLOCK_NS = 1_790_000_000_123_456_789
 
@@ -57,17 +56,7 @@ TRUNCATE no_key;
 
 
 def _messages(pg_db) -> list[tuple[bytes, int]]:
-    slot = f"fast_{uuid.uuid4().hex[:8]}"
-    pg_db.execute(TYPES)
-    pg_db.execute(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
-    for statement in ROWS.strip().split(";\n"):
-        pg_db.execute(statement)
-    rows = pg_db.execute(
-        f"SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes('{slot}', NULL, NULL, "
-        "'proto_version', '1', 'publication_names', 'fast_pub', 'messages', 'true')")
-    pg_db.execute(f"SELECT pg_drop_replication_slot('{slot}')")
-    assert rows
-    return peeked(rows)
+    return workload_messages(pg_db, TYPES, ROWS, "fast_pub", "fast")
 
 
 def _both(pg_db, tmp_path, size: int = 16, **props: str) -> tuple[int, int]:

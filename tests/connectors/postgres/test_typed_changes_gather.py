@@ -8,7 +8,6 @@ transaction and full runs."""
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,7 +19,7 @@ from headwater.connectors.postgres.work import PgWorkDecoder, StreamWork
 from headwater.engine.feed import PositionedRecord
 from headwater.engine.typed_rows import EVENT_MS, TypedRows
 from helpers.capture import base_properties
-from helpers.fast_path import TwoPaths, peeked
+from helpers.fast_path import TwoPaths, workload_messages
 
 CLOCK_NS = 1_790_000_000_123_456_789
 
@@ -59,16 +58,7 @@ DELETE FROM u WHERE id > 7
 
 
 def _messages(pg_db) -> list[tuple[bytes, int]]:
-    slot = f"gather_{uuid.uuid4().hex[:8]}"
-    pg_db.execute(TABLES)
-    pg_db.execute(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
-    for statement in WORKLOAD.strip().split(";\n"):
-        pg_db.execute(statement)
-    rows = pg_db.execute(
-        f"SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes('{slot}', NULL, NULL, "
-        "'proto_version', '1', 'publication_names', 'gather_pub', 'messages', 'true')")
-    pg_db.execute(f"SELECT pg_drop_replication_slot('{slot}')")
-    return peeked(rows)
+    return workload_messages(pg_db, TABLES, WORKLOAD, "gather_pub", "gather")
 
 
 def _one_by_one(self: PgTypedRowChanges, messages: Any, registry: Any, pos: Any, other: Any) -> None:
