@@ -199,13 +199,11 @@ class CurrentState:
     def apply(self, session: Any, parts: list[Part], topic: Topic, summary: Summary, table: StoredTable | None,
               path: str, batch_id: int, app: str, changelog: PendingChangelog | None = None) -> StoredTable | None:
         """Write the batch's events into the table. `changelog`: the batch's change log of snapshot
-        rows, written with the table's files when the batch appends them, else before anything
-        is written here (the change log first, as always)."""
+        rows, written with the table's files when the batch appends them, else before the table is
+        written (the change log first, as always; the caller appends it when nothing is written here)."""
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
-        if changelog is not None and not (summary.events and topic.key_fields):
-            changelog.append()
         if summary.last_truncate is not None and table is not None:
             DeltaTable.forPath(session, path).delete(F.col(POSITION) < F.lit(summary.last_truncate))
         if summary.events == 0 or not topic.key_fields:
