@@ -180,6 +180,11 @@ def notifications(records: list[dict[str, Any]], topic: str) -> list[dict[str, A
     return [payload(r["value"]) for r in records if r["topic"] == topic]
 
 
+def insert_lsn(db: Any) -> int:
+    """The server's WAL insert position, as a number of bytes."""
+    return int(db.execute("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint")[0][0])
+
+
 def wait_slot_active(db: Any, slot: str, capture: Capture | None = None, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

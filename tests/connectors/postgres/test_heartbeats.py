@@ -8,7 +8,7 @@ import logging
 import time
 from pathlib import Path
 
-from helpers.capture import RunningCapture, base_properties, emit_sentinel_and_wait, wait_slot_active
+from helpers.capture import RunningCapture, base_properties, emit_sentinel_and_wait, insert_lsn, wait_slot_active
 
 HEARTBEAT_TOPIC = "__debezium-heartbeat.dbserver1"
 MB = 1024 * 1024
@@ -20,10 +20,6 @@ def _retained(db, slot: str) -> int:
                       "FROM pg_replication_slots WHERE slot_name = %s", (slot,))
     assert rows, f"slot {slot} vanished"
     return int(rows[0][0])
-
-
-def _insert_lsn(db) -> int:
-    return int(db.execute("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint")[0][0])
 
 
 def _stored_lsn(tmp: Path) -> int | None:
@@ -57,12 +53,12 @@ def test_heartbeats_keep_wal_retention_bounded(pg_db, tmp_path):
     with open_tx.cursor() as cur:
         cur.execute("INSERT INTO t VALUES (1, 'in flight')")
     try:
-        start = _insert_lsn(pg_db)
+        start = insert_lsn(pg_db)
         t0 = time.monotonic()
         for _ in range(100):  # ~20 MB of WAL in 100 transactions on a table outside the publication
             pg_db.execute("INSERT INTO churn (v) SELECT repeat(md5(g::text), 6) FROM generate_series(1, 1000) g")
             time.sleep(0.08)
-        churn = _insert_lsn(pg_db) - start
+        churn = insert_lsn(pg_db) - start
         churn_s = time.monotonic() - t0
         assert churn > 15 * MB, churn
         deadline = time.monotonic() + 15

@@ -18,6 +18,7 @@ from helpers.capture import (
     base_properties,
     drop_sentinels,
     emit_sentinel_and_wait,
+    insert_lsn,
     wait_slot_active,
 )
 
@@ -27,10 +28,6 @@ TOPIC = "dbserver1.public.t"
 def _confirmed(db, slot: str) -> int:
     return int(db.execute("SELECT pg_wal_lsn_diff(confirmed_flush_lsn, '0/0')::bigint FROM pg_replication_slots "
                           "WHERE slot_name = %s", (slot,))[0][0])
-
-
-def _insert_lsn(db) -> int:
-    return int(db.execute("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint")[0][0])
 
 
 def _offset(tmp: Path) -> dict | None:
@@ -58,12 +55,12 @@ def _churn(db, seconds: float) -> tuple[int, int]:
     """Transactions on a table outside the publication for `seconds`, committed one by one (the
     server sends nothing for them: PostgreSQL 15+ skips empty transactions; older versions send
     BEGIN/COMMIT, which move the position the same way). Returns the WAL range written."""
-    start = _insert_lsn(db)
+    start = insert_lsn(db)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         db.execute("INSERT INTO churn (v) SELECT md5(g::text) FROM generate_series(1, 200) g")
         time.sleep(0.05)
-    return start, _insert_lsn(db)
+    return start, insert_lsn(db)
 
 
 def _wait_row(capture, row_id: int, timeout: float = 30) -> None:

@@ -291,11 +291,9 @@ class StreamingReader:
         self._next_heartbeat = time.monotonic() + self.heartbeat_interval_s
         if self._heartbeat_action is not None:
             self._heartbeat_action()
-        if idle and pos.skip_final_lsn is None and not (self.spools is not None and self.spools.open):
-            # (not while streamed transactions are open: the position stays at the last commit)
-            wal_end = self._cursor.wal_end if self._cursor is not None else 0
-            if wal_end and wal_end > pos.restart_lsn:
-                pos.restart_lsn = wal_end
+        wal_end = self._idle_wal_end() if idle else None
+        if wal_end is not None:
+            pos.restart_lsn = wal_end
         offset = pos.offset(pos.restart_lsn, pos.tx_msgs)
         ts_ms = time.time_ns() // 1_000_000
         if self.pool is not None:
@@ -309,16 +307,24 @@ class StreamingReader:
         """Hand on the server's keepalive position as an offset-only marker when the stream is
         idle: no transaction open or being resumed, no streamed transaction open, everything
         received handed on (see the module doc)."""
-        pos = self.position
-        if pos.xid is not None or pos.skip_final_lsn is not None or self._buffer or self._chunk \
-                or (self.spools is not None and self.spools.open):
+        if self.position.xid is not None or self._buffer or self._chunk:
             return
-        wal_end = self._cursor.wal_end if self._cursor is not None else 0
-        if not wal_end or wal_end <= pos.restart_lsn:
+        wal_end = self._idle_wal_end()
+        if wal_end is None:
             return
         self._next_idle_marker = time.monotonic() + _IDLE_MARKER_S
         self._marked = wal_end
-        self._emit([OffsetMarker(pos.idle_offset(wal_end), idle=True)])
+        self._emit([OffsetMarker(self.position.idle_offset(wal_end), idle=True)])
+
+    def _idle_wal_end(self) -> int | None:
+        """The server's keepalive position (`wal_end`) when the position may move there between
+        transactions: past it, and no transaction being resumed or streamed open (the position
+        stays at the last commit then); None otherwise."""
+        pos = self.position
+        if pos.skip_final_lsn is not None or (self.spools is not None and self.spools.open):
+            return None
+        wal_end = self._cursor.wal_end if self._cursor is not None else 0
+        return wal_end if wal_end and wal_end > pos.restart_lsn else None
 
     def _settle_idle_position(self, stop: threading.Event) -> None:
         """Idle, with every message received acknowledged to psycopg2 (so it forwards its flushed
