@@ -250,17 +250,19 @@ def test_cleanup_past_the_streaming_position_stops_the_stream(sqlserver: SqlServ
     """The cleanup job removes changes while the connector is between two iterations: not skipped
     in silence (Debezium would read on from the instance's new start)."""
     _setup(sqlserver, sqlserver_db)
-    p = props(sqlserver, sqlserver_db, tmp_path, **{"poll.interval.ms": "4000", "heartbeat.interval.ms": "1"})
+    # the cleanup's inserts wait for two capture cycles: on a loaded machine that took over 4 s,
+    # and the connector read the change the cleanup was to remove first
+    p = props(sqlserver, sqlserver_db, tmp_path, **{"poll.interval.ms": "15000", "heartbeat.interval.ms": "1"})
     capture = RunningCapture(p, tmp_path / "out.jsonl").start()
     try:
         wait_for(lambda: snapshot_stored(tmp_path / "offsets.json"), "the snapshot")
         sqlserver.execute("INSERT INTO dbo.items VALUES (10, 'streamed')", database=sqlserver_db)
         wait_for(lambda: len(data_events(capture.records())) == 3, "the streamed change")
         beats = len(capture.records())
-        # right after an idle iteration (its heartbeat), the connector sleeps 4 s
-        wait_for(lambda: len(capture.records()) > beats, "an iteration")
+        # right after an idle iteration (its heartbeat), the connector sleeps 15 s
+        wait_for(lambda: len(capture.records()) > beats, "an iteration", timeout=30)
         _clean_up_past(sqlserver, sqlserver_db)
-        wait_for(lambda: not capture.alive(), "the stream to stop", timeout=30)
+        wait_for(lambda: not capture.alive(), "the stream to stop", timeout=45)
     finally:
         with pytest.raises(ConnectorError) as failure:
             capture.stop()

@@ -105,7 +105,11 @@ class Registry:
                 "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = col.pg_name")
             by_attr: dict[tuple[int, int], tuple[ObjectInfo, ColumnInfo]] = {}
             for object_id, column_id, rel, attnum in cur.fetchall():
-                obj = objects[object_id]
+                # each SELECT sees the commits made before it: an object another session created
+                # after the first one is left for the reload its first lookup miss makes
+                obj = objects.get(object_id)
+                if obj is None:
+                    continue
                 for col in obj.columns:
                     if col.column_id == column_id:
                         by_attr[(rel, attnum)] = (obj, col)

@@ -249,3 +249,58 @@ def test_database_name_lookup_is_case_insensitive_and_returns_the_original_spell
         param("SELECT name FROM sys.databases WHERE name =  @P0 "), param("@P0 nvarchar(4000)"),
         param("INVENTORY")]))
     assert out.error is None and out.rows == [("Inventory",)]
+
+
+class _CreatesBetweenQueries:
+    """A connection whose first statement is followed by another session's CREATE TABLE."""
+
+    def __init__(self, conn: Any, create: Any) -> None:
+        self._conn = conn
+        self._create = create
+        self.autocommit = conn.autocommit
+
+    def cursor(self) -> Any:
+        outer = self
+
+        class Cursor:
+            def __init__(self, inner: Any) -> None:
+                self._inner = inner
+
+            def __enter__(self) -> Cursor:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                self._inner.close()
+
+            def execute(self, sql: str, *args: Any) -> None:
+                self._inner.execute(sql, *args)
+                if outer._create is not None:
+                    create, outer._create = outer._create, None
+                    create()
+
+            def fetchall(self) -> list[Any]:
+                return self._inner.fetchall()
+
+        return Cursor(self._conn.cursor())
+
+    def rollback(self) -> None:
+        self._conn.rollback()
+
+
+def test_a_table_created_while_the_registry_loads_waits_for_the_next_load(server: EmulatorServer) -> None:
+    """The registry reads objects, columns, indexes and attributes in four statements, each seeing
+    what was committed before it: a table another session creates in between (sp_cdc_enable_table
+    creating a change table while a connector reads cdc.lsn_time_mapping) is found by the next load,
+    not a KeyError in the middle of the connector's query."""
+    registry = server.database("Inventory").registry
+    with session_in(server, "Inventory") as reader, session_in(server, "Inventory") as other:
+        conn = reader._conn("Inventory")
+
+        def create() -> None:
+            assert collect(other.execute_batch("CREATE TABLE dbo.Racing (Id int NOT NULL)")).error is None
+
+        try:
+            registry._load(_CreatesBetweenQueries(conn, create))
+            assert registry.lookup(conn, "dbo", "Racing") is not None  # the miss reloads
+        finally:
+            collect(other.execute_batch("DROP TABLE IF EXISTS dbo.Racing"))
