@@ -11,7 +11,6 @@ say it completed. A blocking snapshot asked for through the file channel reaches
 from __future__ import annotations
 
 import json
-import queue
 import random
 import threading
 import time
@@ -193,6 +192,50 @@ def test_a_blocking_snapshot_through_the_file_channel_reaches_the_table(spark, p
     assert _current(spark, capture) == _source_rows(pg_db, "items")
 
 
+@pytest.mark.timeout(600)
+def test_a_blocking_snapshot_spans_batches_and_a_restart_inside_it_reads_it_again(spark, pg_db, tmp_path):
+    """Its rows go through the read-ahead like any (not held whole on the driver until the stream
+    runs again), so batches end inside it; the query stopped there reads it again when it starts
+    from its checkpoint, and the table ends equal to the source."""
+    rows = 3000
+    pg_db.execute("CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, "
+                  "data varchar(2048))")
+    pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, v text, n int)")
+    pg_db.execute(f"INSERT INTO items SELECT g, 'row ' || g, g FROM generate_series(1, {rows}) g")
+    props = _props(pg_db, tmp_path, "hw_spark_blk_restart")
+    small = {**props, "maxRowsPerBatch": "200", "readAheadMessages": "200"}
+    lake, checkpoint = tmp_path / "lake", tmp_path / "checkpoint"
+    capture = DeltaCapture(spark, small, checkpoint, lake, ITEMS).start()
+    try:
+        wait_first_batch(capture.query)
+        pg_db.execute("INSERT INTO debezium_signal VALUES ('blk-1', 'execute-snapshot', "
+                      "'{\"data-collections\": [\"public.items\"], \"type\": \"blocking\"}')")
+        # (a blocking snapshot hands its rows over 512 at a time)
+        capture.wait_for(lambda got: sum(r.op == "r" for r in got) >= 1000, timeout=300)
+    finally:
+        capture.stop()
+    assert "COMPLETED" not in _initial(capture), "the snapshot ended before the stop: nothing is tested"
+    with capture._lock:
+        reading = [sum(r.op == "r" for r in got) for _, got in capture.batches]
+    assert sum(n > 0 for n in reading) >= 2 and max(reading) < rows, reading
+
+    pg_db.execute("UPDATE items SET v = 'while down' WHERE id <= 20")
+    capture = DeltaCapture(spark, props, checkpoint, lake, ITEMS).start()
+    try:
+        capture.wait_for(lambda got: "COMPLETED" in _initial(capture), timeout=300)
+        pg_db.execute("UPDATE items SET v = 'after' WHERE id <= 5")
+        pg_db.execute("DELETE FROM items WHERE id = 3000")
+        capture.emit_sentinel_and_wait(pg_db)
+    finally:
+        capture.stop()
+    assert sum(r.op == "r" for r in capture.rows()) == rows  # read again, whole
+    # a start from the checkpoint is SKIPPED (as `headwater run`'s); then the blocking snapshot's own
+    assert _initial(capture)[:2] == ["SKIPPED", "STARTED"] and _initial(capture)[-1] == "COMPLETED"
+    assert _current(spark, capture) == _source_rows(pg_db, "items")
+    positions = [r.position for r in capture.rows() if r.position is not None]
+    assert len(set(positions)) == len(positions), "two records share a position"
+
+
 # -- the driver's units, without Spark or a database (headwater.engine.signals.units) ------------------
 
 class _Source:
@@ -237,12 +280,8 @@ def test_records_the_stage_adds_after_the_stream_went_quiet_are_handed_over_with
     units._take([_streamed(units, 2)])
     first, after = units.get(timeout=5)
     assert [r.record.value["n"] for r in first.records] == [2] and after == {"n": 2}
-    # a blocking snapshot's rows: they carry the last streamed offset, and wait while no stream runs
-    units.streaming(False)
+    # records the stage adds (notifications): they carry the last streamed offset, numbered after it
     units._take([_record(2), _record(2), _record(2)])
-    with pytest.raises(queue.Empty):
-        units.get(timeout=1)
-    units.streaming(True)
     rows, after = units.get(timeout=5)
     assert len(rows.records) == 3 and after == {"n": 2, ADDED_KEY: 3}
     assert stream_key(units.source, {"n": 2}) < stream_key(units.source, after) < stream_key(units.source, {"n": 3})
@@ -256,6 +295,38 @@ def test_records_the_stage_adds_after_the_stream_went_quiet_are_handed_over_with
     again._take([_record(2)])
     unit, after = again.get(timeout=5)
     assert after == {"n": 2, ADDED_KEY: 4} and unit.keys == [(2, 4)]
+
+
+def test_a_blocking_snapshot_is_handed_over_as_it_is_read_and_a_restart_inside_it_reads_it_again() -> None:
+    """Its rows do not wait on the driver for the stream to run again (the read-ahead bounds them);
+    their offsets name the request, so a batch ending inside it resumes by reading it again; the
+    stream running again ends it."""
+    from types import SimpleNamespace
+
+    from headwater.engine.feed import ADDED_KEY, BLOCKING_KEY
+    from headwater.engine.signals.actions import SnapshotRequest
+
+    request = SnapshotRequest("blocking", ["public.items"], {"public.items": "SELECT * FROM items WHERE id > 2"})
+    units = _units({"n": 1})
+    stage = units._stage = SimpleNamespace(running_blocking=None)
+    units.streaming(True)
+    units._take([_streamed(units, 2)])
+    assert units.get(timeout=5)[1] == {"n": 2}
+    units.streaming(False)  # the stream stopped for the blocking snapshot
+    stage.running_blocking = request
+    units._take([_record(2), _record(2)])
+    rows, after = units.get(timeout=5)  # while no stream runs
+    assert len(rows.records) == 2
+    assert after == {"n": 2, ADDED_KEY: 2, BLOCKING_KEY: request.to_text()}
+    assert SnapshotRequest.from_text(after[BLOCKING_KEY]) == request
+    stage.running_blocking = None
+    units.streaming(True)  # done: the entry after its last row ends it
+    end, after = units.get(timeout=5)
+    assert end.records == [] and after == {"n": 2, ADDED_KEY: 3}
+
+    inside = _units({"n": 2, ADDED_KEY: 1, BLOCKING_KEY: request.to_text()})
+    assert inside.resume_blocking == request and BLOCKING_KEY not in inside.start_offset
+    assert _units({"n": 2, ADDED_KEY: 3}).resume_blocking is None
 
 
 def test_the_stream_waiting_for_room_in_the_read_ahead_keeps_its_connection_alive() -> None:

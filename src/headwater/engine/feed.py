@@ -121,11 +121,14 @@ def _phase(offset: Offset) -> str:
 # sort key is that record's: its number after it, under this key, orders it after that record (a
 # batch may end at it: the stream need not move on first).
 ADDED_KEY = "headwater_added"
+# Signals: the offset of a record of a blocking snapshot names its request (JSON text): a batch may
+# end inside one (its rows are not all held on the driver), and a restart from there reads it again
+BLOCKING_KEY = "headwater_blocking"
 
 
 def _own(offset: Offset) -> Offset:
     """The connector's part of a feed offset."""
-    return {k: v for k, v in offset.items() if k not in ("phase", ADDED_KEY)}
+    return {k: v for k, v in offset.items() if k not in ("phase", ADDED_KEY, BLOCKING_KEY)}
 
 
 def stream_key(source: Any, offset: Offset) -> tuple[Any, ...]:
@@ -496,6 +499,8 @@ class CaptureFeed:
                 self._signals = True
                 if start.get(ADDED_KEY):  # the stage's records after the stream's last go on from there
                     own[ADDED_KEY] = start[ADDED_KEY]
+                if start.get(BLOCKING_KEY):  # a blocking snapshot the batch ended in: read again
+                    own[BLOCKING_KEY] = start[BLOCKING_KEY]
                 initial = self._initial
                 first = (initial is not None and _phase(initial) == PHASE_STREAM and _own(initial) == _own(start)
                          if not self._snapshotted else None)

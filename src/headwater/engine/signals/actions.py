@@ -4,7 +4,8 @@ logs it and goes on."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from headwater.engine.signals.signal import Signal, SignalError
@@ -31,6 +32,16 @@ class SnapshotRequest:
     collections: list[str]
     conditions: dict[str, str] = field(default_factory=dict)
     surrogate_key: str | None = None
+
+    def to_text(self) -> str:
+        """As JSON text (an offset's value: offsets stay flat and primitive)."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_text(cls, text: str) -> SnapshotRequest:
+        data = json.loads(text)
+        return cls(str(data["kind"]), [str(c) for c in data["collections"]],
+                   {str(k): str(v) for k, v in (data.get("conditions") or {}).items()}, data.get("surrogate_key"))
 
 
 def _kind(signal: Signal, data: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from headwater.engine.connector import Emit
+from headwater.engine.signals.actions import SnapshotRequest
 from headwater.engine.signals.blocking import run_blocking_snapshot
 from headwater.engine.signals.incremental import COLLECTIONS_KEY
 from headwater.engine.signals.stage import SignalingStream
@@ -45,9 +46,11 @@ def open_stage(connector: SourceConnector, source: CaptureSource, emit: Emit,
 
 
 def stream_with_signals(connector: SourceConnector, source: CaptureSource, start: Offset, emit: Emit,
-                        stop: threading.Event, stage: SignalingStream) -> None:
+                        stop: threading.Event, stage: SignalingStream,
+                        resume_blocking: SnapshotRequest | None = None) -> None:
     """Stream through `stage` until `stop` is set; each blocking snapshot a signal asks for stops the
-    stream, reads its tables, and streams again from the last position passed on."""
+    stream, reads its tables, and streams again from the last position passed on. `resume_blocking`:
+    a blocking snapshot a restart found unfinished (the Spark source's), read again first."""
     current = threading.Event()
     watcher_done = threading.Event()
 
@@ -64,19 +67,26 @@ def stream_with_signals(connector: SourceConnector, source: CaptureSource, start
         stage.last_offset = start  # where signals from other channels are said to arrive until a change streams
     stage.start()
     try:
+        request = resume_blocking
         while True:
-            source.stream(start, stage.emit, current)
-            if stage.failure is not None:
-                raise stage.failure
-            if stop.is_set():
-                return
-            request = stage.take_blocking()
             if request is None:
-                return  # the stream ended by itself
+                source.stream(start, stage.emit, current)
+                if stage.failure is not None:
+                    raise stage.failure
+                if stop.is_set():
+                    return
+                request = stage.take_blocking()
+                if request is None:
+                    return  # the stream ended by itself
             position = stage.with_progress(stage.last_offset or start)
             with stage.lock:
-                run_blocking_snapshot(connector, source, stage.incremental, request, position, stage.emit_direct,
-                                      stop, stage.notifications)
+                stage.running_blocking = request
+                try:
+                    run_blocking_snapshot(connector, source, stage.incremental, request, position,
+                                          stage.emit_direct, stop, stage.notifications)
+                finally:
+                    stage.running_blocking = None
+            request = None
             if stop.is_set():
                 return
             current.clear()

@@ -28,11 +28,15 @@ moment, without waiting for the next change. The numbers are the stage's order o
 a restart's replay reproduces where the stage acts again (a signal of the signal table); a batch
 ending among them is cut there by :meth:`SignalUnitStream.split`.
 
-A blocking snapshot is handed over whole, once the stream is running again: a batch never ends
-inside one, since a restart streams on after its offset and does not take it again (its rows wait
-on the driver meanwhile). Each unit ends where the next entry's key is greater. While the read-ahead
-queue is full the stream thread waits in its emit, keeping the connection alive
-(:meth:`CaptureSource.keep_stream_alive`); other threads (the signal channels') never wait there.
+A blocking snapshot's rows are handed over as they come, so the read-ahead's bound holds for them
+too and a batch may end inside one. Their offsets name its request (`feed.BLOCKING_KEY`): a restart
+from such a batch end reads the blocking snapshot again before it streams (its rows after the ones
+the checkpoint has go on from their numbers; rows already delivered may come twice, as Debezium's
+interrupted blocking snapshot may). Once the stream runs again, an entry without the request ends
+it, so a restart after it does not read it again. Each unit ends where the next entry's key is
+greater. While the read-ahead queue is full the stream thread waits in its emit, keeping the
+connection alive (:meth:`CaptureSource.keep_stream_alive`); other threads (the signal channels')
+never wait there.
 """
 
 from __future__ import annotations
@@ -46,9 +50,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from headwater.engine.connector import ConnectorError
-from headwater.engine.feed import ADDED_KEY, PositionedRecord, WorkDecoder
+from headwater.engine.feed import ADDED_KEY, BLOCKING_KEY, PositionedRecord, WorkDecoder
 from headwater.engine.read_ahead import UnitQueue
 from headwater.engine.records import OffsetMarker, SourceRecord
+from headwater.engine.signals.actions import SnapshotRequest
 from headwater.engine.source import UnitStream
 
 if TYPE_CHECKING:
@@ -149,7 +154,6 @@ class _Entry:
     record: PositionedRecord | None  # None: an offset marker
     key: tuple[Any, ...]
     offset: Offset
-    held: bool = False  # arrived while no stream ran (a blocking snapshot's): not cut yet
 
 
 class SignalUnitStream(UnitStream):
@@ -166,6 +170,11 @@ class SignalUnitStream(UnitStream):
         # this run (by the executors, which send none)
         self.first_start = first_start
         added = int(own.pop(ADDED_KEY, 0) or 0)
+        blocking = own.pop(BLOCKING_KEY, None)
+        # the blocking snapshot a batch ended inside (read again before streaming)
+        self.resume_blocking = SnapshotRequest.from_text(blocking) if blocking else None
+        self._stage: Any = None  # the signaling stage (its running_blocking), once the thread opened it
+        self._blocking_offset: Offset | None = None  # the last blocking snapshot entry's offset, without the request
         self.connector = connector
         self.source = source
         self.start_offset = own
@@ -199,8 +208,9 @@ class SignalUnitStream(UnitStream):
         try:
             source: Any = _PositioningSource(self.source, self)
             self._initial_notifications()
-            stage = open_stage(self.connector, source, self._take, self.start_offset)
-            stream_with_signals(self.connector, source, self.start_offset, self._take, self._stop, stage)
+            stage = self._stage = open_stage(self.connector, source, self._take, self.start_offset)
+            stream_with_signals(self.connector, source, self.start_offset, self._take, self._stop, stage,
+                                resume_blocking=self.resume_blocking)
         except BaseException as exc:  # handed to the caller of get()/check()
             self._failure = exc
 
@@ -221,13 +231,16 @@ class SignalUnitStream(UnitStream):
             notifications.initial_skipped(self.start_offset)
 
     def streaming(self, running: bool) -> None:
-        """A stream starts (what a blocking snapshot added meanwhile may go) or returns."""
+        """A stream starts or returns. A stream that starts after a blocking snapshot ends it: an
+        entry after its last one, without its request (a restart after it does not read it again)."""
         with self._lock:
             self._streaming = running
-            if running:
-                for entry in self._pending:
-                    entry.held = False
-                self._last_arrival = time.monotonic()
+            if running and self._blocking_offset is not None:
+                self._sequence += 1
+                self._pending.append(_Entry(None, (*self._stream_key, self._sequence),
+                                            {**self._blocking_offset, ADDED_KEY: self._sequence}))
+                self._blocking_offset = None
+            self._last_arrival = time.monotonic()
 
     def _base(self, offset: Offset | None) -> tuple[Any, ...] | None:
         if not offset:
@@ -252,10 +265,14 @@ class SignalUnitStream(UnitStream):
             if base is not None and base > self._stream_key:
                 # it carries a record's offset not streamed yet (read events at a window's close,
                 # before the closing record): that record's key
-                return _Entry(record, base, dict(item.offset or {}), not self._streaming)
+                return _Entry(record, base, dict(item.offset or {}))
             self._sequence += 1
             offset = {**(item.offset if base == self._stream_key else self._stream_offset), ADDED_KEY: self._sequence}
-            return _Entry(record, (*self._stream_key, self._sequence), offset, not self._streaming)
+            blocking = self._stage.running_blocking if self._stage is not None and not self._streaming else None
+            if blocking is not None:
+                self._blocking_offset = {k: v for k, v in offset.items() if k != ADDED_KEY}
+                offset[BLOCKING_KEY] = blocking.to_text()
+            return _Entry(record, (*self._stream_key, self._sequence), offset)
         if isinstance(item, OffsetMarker):
             return self._streamed(None, base, item.offset)
         return None
@@ -269,8 +286,8 @@ class SignalUnitStream(UnitStream):
             # the stage added records after an earlier record of the same key: this one goes with
             # the last of them (keys never go back)
             return _Entry(record, (*self._stream_key, self._sequence),
-                          {**dict(offset or self._stream_offset), ADDED_KEY: self._sequence}, not self._streaming)
-        return _Entry(record, self._stream_key, dict(offset or self._stream_offset), not self._streaming)
+                          {**dict(offset or self._stream_offset), ADDED_KEY: self._sequence})
+        return _Entry(record, self._stream_key, dict(offset or self._stream_offset))
 
     def _take(self, items: list[Any]) -> None:
         """The stage's output (stream thread, or the signal thread: the stage serializes them)."""
@@ -290,10 +307,9 @@ class SignalUnitStream(UnitStream):
 
     def _cut(self, final: bool) -> tuple[DriverRecords, Offset, tuple[Any, ...]] | None:
         """The pending entries up to the last place where the sort key grows (all of them when
-        `final` and their key is past what was handed over), never a held one, as a unit; under
-        the lock."""
+        `final` and their key is past what was handed over), as a unit; under the lock."""
         pending, handed = self._pending, self._handed_key
-        limit = next((i for i, e in enumerate(pending) if e.held), len(pending))
+        limit = len(pending)
         end = -1
         for i in range(min(limit, len(pending) - 1)):
             if pending[i].key < pending[i + 1].key and (handed is None or pending[i].key > handed):
