@@ -230,6 +230,7 @@ class MemoryCaptureSource(CaptureSource):
             dispatcher.dispatch_change(table.schema, table.topic, OP_READ, None, row,
                                        _source(self.db.server, table.table.id.table, marker, None),
                                        collection=chunk.collection)
+        time.sleep(self.connector.read_delay)
 
     def snapshot_unit(self, point: SnapshotPoint, chunk: SnapshotChunk) -> Any:
         return point, chunk
@@ -296,6 +297,7 @@ class MemoryConnector(SourceConnector):
         self.fail_at: int | None = None  # a retriable failure when streaming reaches this position
         self.fail_always = False         # ... at every run, not only the first
         self.chunk_delay = 0.0           # seconds an incremental-snapshot chunk takes to read
+        self.read_delay = 0.0            # seconds an initial or blocking snapshot's chunk takes after its rows
         self.sources: list[MemoryCaptureSource] = []
 
     def partition(self) -> dict[str, Any]:

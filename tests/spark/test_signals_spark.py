@@ -300,27 +300,27 @@ def test_records_the_stage_adds_after_the_stream_went_quiet_are_handed_over_with
 def test_a_blocking_snapshot_is_handed_over_as_it_is_read_and_a_restart_inside_it_reads_it_again() -> None:
     """Its rows do not wait on the driver for the stream to run again (the read-ahead bounds them);
     their offsets name the request, so a batch ending inside it resumes by reading it again; the
-    stream running again ends it."""
-    from types import SimpleNamespace
-
-    from headwater.engine.feed import ADDED_KEY, BLOCKING_KEY
+    offset marker that ends it gets a place of its own after the last row, without the request."""
+    from headwater.engine.feed import ADDED_KEY
+    from headwater.engine.records import OffsetMarker
     from headwater.engine.signals.actions import SnapshotRequest
+    from headwater.engine.signals.blocking import BLOCKING_KEY
 
     request = SnapshotRequest("blocking", ["public.items"], {"public.items": "SELECT * FROM items WHERE id > 2"})
+    marked = {"n": 2, BLOCKING_KEY: request.to_text()}
     units = _units({"n": 1})
-    stage = units._stage = SimpleNamespace(running_blocking=None)
     units.streaming(True)
     units._take([_streamed(units, 2)])
     assert units.get(timeout=5)[1] == {"n": 2}
     units.streaming(False)  # the stream stopped for the blocking snapshot
-    stage.running_blocking = request
-    units._take([_record(2), _record(2)])
-    rows, after = units.get(timeout=5)  # while no stream runs
-    assert len(rows.records) == 2
-    assert after == {"n": 2, ADDED_KEY: 2, BLOCKING_KEY: request.to_text()}
+    rows = [_record(2), _record(2)]
+    for row in rows:
+        row.offset = marked
+    units._take(rows)
+    unit, after = units.get(timeout=5)  # while no stream runs
+    assert len(unit.records) == 2 and after == {**marked, ADDED_KEY: 2}
     assert SnapshotRequest.from_text(after[BLOCKING_KEY]) == request
-    stage.running_blocking = None
-    units.streaming(True)  # done: the entry after its last row ends it
+    units._take([OffsetMarker({"n": 2})])  # it ended
     end, after = units.get(timeout=5)
     assert end.records == [] and after == {"n": 2, ADDED_KEY: 3}
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.engine.connector import Emit
 from headwater.engine.records import OffsetMarker
+from headwater.engine.signals.blocking import unfinished_blocking
 from headwater.engine.signals.run import initial_notifications, open_stage, signals_configured, stream_with_signals
 from headwater.engine.signals.snapshot_notifications import SnapshotNotifications
 from headwater.engine.snapshot_plan import LastRecordMarker, SnapshotChunk, plan_chunks, snapshot_tables
@@ -64,6 +65,8 @@ def start_decision(connector: SourceConnector, source: CaptureSource, offset: Of
 def run_capture(connector: SourceConnector, source: CaptureSource, offset: Offset | None, emit: Emit,
                 stop: threading.Event) -> None:
     """Capture until `stop` is set or capture is complete (e.g. snapshot.mode=initial_only)."""
+    # a blocking snapshot the stored offset says was not finished is read again before streaming
+    blocking, offset = unfinished_blocking(offset)
     source.open()
     stored, decision = start_decision(connector, source, offset)
     if decision.snapshot:
@@ -90,7 +93,8 @@ def run_capture(connector: SourceConnector, source: CaptureSource, offset: Offse
         state = None if decision.snapshot else offset  # an incremental snapshot in progress goes on
         if signals_configured(connector, state):
             stage = open_stage(connector, source, emit, state)
-            stream_with_signals(connector, source, start, emit, stop, stage)
+            stream_with_signals(connector, source, start, emit, stop, stage,
+                                resume_blocking=blocking if not decision.snapshot else None)
         else:
             source.stream(start, emit, stop)
 

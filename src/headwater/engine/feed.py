@@ -31,6 +31,7 @@ from headwater.engine.capture import plan_snapshot, start_decision
 from headwater.engine.connector import ConnectorError
 from headwater.engine.read_ahead import READ_AHEAD_BYTES
 from headwater.engine.records import SourceRecord
+from headwater.engine.signals.blocking import BLOCKING_KEY
 from headwater.engine.signals.run import signals_configured
 from headwater.engine.snapshot_plan import SnapshotChunk
 from headwater.engine.snapshot_policy import SnapshotMode
@@ -121,9 +122,6 @@ def _phase(offset: Offset) -> str:
 # sort key is that record's: its number after it, under this key, orders it after that record (a
 # batch may end at it: the stream need not move on first).
 ADDED_KEY = "headwater_added"
-# Signals: the offset of a record of a blocking snapshot names its request (JSON text): a batch may
-# end inside one (its rows are not all held on the driver), and a restart from there reads it again
-BLOCKING_KEY = "headwater_blocking"
 
 
 def _own(offset: Offset) -> Offset:

@@ -292,6 +292,50 @@ def test_blocking_snapshot_pauses_streaming_and_reads_the_tables() -> None:
     assert markers[0] == "first" and markers[-1] == "last"
 
 
+def test_a_blocking_snapshot_a_stop_interrupted_is_read_again_at_the_restart() -> None:
+    """Its records' offsets name the request until the marker that ends it: a run stopped inside it
+    (between its two tables) reads it again, whole, before it streams; a run after it ended does not."""
+    from headwater.engine.signals.blocking import BLOCKING_KEY
+
+    db = _db(2000)
+    for i in range(1, 51):
+        db.insert("b", i, i)
+    store = MemoryOffsetStore()
+    connector = _connector(db)
+    connector.read_delay = 2.0  # after each table's rows: the stop comes before the second table
+
+    first = RecordingSink()
+    run = Running(connector, store, first)
+    try:
+        _signal(db, "blk", "execute-snapshot", {"type": "blocking", "data-collections": ["public.a", "public.b"]})
+        # (handed on 512 at a time)
+        _wait(lambda: len(_reads(_data(first.records))) >= 1024, "the first table of the blocking snapshot")
+    finally:
+        run.close()
+    assert _reads(_data(first.records, "mem.public.b")) == [], "it ended before the stop: nothing is tested"
+    stored = store.load(connector.partition())
+    assert stored is not None and BLOCKING_KEY in stored
+
+    db.update("a", 7, 7, -7)  # streamed after the snapshot that is read again
+    second = RecordingSink()
+    again = _connector(db)
+    run = Running(again, store, second)
+    try:
+        _wait(lambda: any(r.key == {"id": 7} and r.value["op"] == "u" for r in _data(second.records)), "the update")
+    finally:
+        run.close()
+    assert sorted(_reads(_data(second.records))) == list(range(1, 2001))
+    assert sorted(_reads(_data(second.records, "mem.public.b"))) == list(range(1, 51))
+    assert _replay(_data(first.records) + _data(second.records)) == _table(db)
+    stored = store.load(again.partition())
+    assert stored is not None and BLOCKING_KEY not in stored
+
+    third = RecordingSink()
+    run = Running(_connector(db), store, third)
+    run.close()
+    assert _reads(_data(third.records)) == []
+
+
 def test_signals_through_the_in_process_channel_and_a_file(tmp_path: Any) -> None:
     db = _db(150)
     signal_file = tmp_path / "signals.txt"

@@ -2,7 +2,9 @@
 tables are read as the initial snapshot reads them — the signal's `additional-conditions` filters
 being whole SELECT statements, like `snapshot.select.statement.overrides`, which are honoured
 too — at a new consistent point, then streaming resumes. The records carry the streaming position
-(a restart streams on from there; the snapshot is not taken again)."""
+and name the request (:data:`BLOCKING_KEY`): a run that stops before the snapshot ends reads it
+again when it starts from such an offset, before it streams (rows may come twice, as Debezium says
+of an interrupted blocking snapshot); an offset marker without the request ends it."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from headwater.engine.records import OffsetMarker
 from headwater.engine.signals.actions import SnapshotRequest
 from headwater.engine.signals.incremental import expand
 from headwater.engine.signals.snapshot_notifications import SnapshotNotifications
@@ -24,6 +27,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _HANDOFF = 512
+# the key of a blocking snapshot's offsets naming its request (JSON text: offsets stay flat)
+BLOCKING_KEY = "headwater_blocking"
+
+
+def unfinished_blocking(offset: dict[str, Any] | None) -> tuple[SnapshotRequest | None, dict[str, Any] | None]:
+    """The blocking snapshot an offset says was not finished (or None), and the offset without it."""
+    if not offset or BLOCKING_KEY not in offset:
+        return None, offset
+    rest = {k: v for k, v in offset.items() if k != BLOCKING_KEY}
+    return SnapshotRequest.from_text(offset[BLOCKING_KEY]), rest
 
 
 class _BlockingConfig:
@@ -53,8 +66,10 @@ def run_blocking_snapshot(connector: SourceConnector, source: CaptureSource, inc
                           request: SnapshotRequest, offset: dict[str, Any], emit: Callable[[list[Any]], None],
                           stop: threading.Event, notifications: Any = None) -> int:
     """Read the requested tables at a new point opened at the stream's position `offset`; every
-    record carries `offset`. `emit` takes records and `notifications` (the NotificationService,
-    or None) hands its records to the same place, in order. Returns the records emitted."""
+    record carries `offset` and the request (BLOCKING_KEY) until the offset marker that ends it.
+    `emit` takes records and `notifications` (the NotificationService, or None) hands its records to
+    the same place, in order. Returns the records emitted."""
+    marked = {**offset, BLOCKING_KEY: request.to_text()}
     point = incremental.open_blocking_snapshot(offset)
     buffer: list[Any] = []
     count = 0
@@ -63,7 +78,7 @@ def run_blocking_snapshot(connector: SourceConnector, source: CaptureSource, inc
     def hand_over(item: Any) -> None:
         nonlocal count
         if hasattr(item, "offset"):
-            item.offset = offset
+            item.offset = marked
         buffer.append(item)
         count += 1
         if len(buffer) >= _HANDOFF:
@@ -88,7 +103,7 @@ def run_blocking_snapshot(connector: SourceConnector, source: CaptureSource, inc
         # TABLE_SCAN_COMPLETED's data_collections: the tables this snapshot reads, sorted (Debezium's
         # capturedTables of an on-demand snapshot; the signal table only when requested — recorded)
         progress = SnapshotNotifications(notifications, [t.collection for t in tables],
-                                         sorted(t.collection for t in chosen), offset)
+                                         sorted(t.collection for t in chosen), marked)
         flush()
         progress.started()
         marker = LastRecordMarker(hand_over)
@@ -120,7 +135,9 @@ def run_blocking_snapshot(connector: SourceConnector, source: CaptureSource, inc
     finally:
         source.close_snapshot(point)
     # even when nothing is buffered: COMPLETED waits in the stage for the next emit, which on a
-    # quiet database would be the next change streamed
+    # quiet database would be the next change streamed; the marker ends the snapshot (a restart
+    # after it streams on)
+    buffer.append(OffsetMarker(dict(offset)))
     emit(buffer[:])
     buffer.clear()
     log.info("blocking snapshot completed: %d records", count)

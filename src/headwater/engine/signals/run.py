@@ -50,7 +50,7 @@ def stream_with_signals(connector: SourceConnector, source: CaptureSource, start
                         resume_blocking: SnapshotRequest | None = None) -> None:
     """Stream through `stage` until `stop` is set; each blocking snapshot a signal asks for stops the
     stream, reads its tables, and streams again from the last position passed on. `resume_blocking`:
-    a blocking snapshot a restart found unfinished (the Spark source's), read again first."""
+    a blocking snapshot the offset a run starts from says was not finished, read again first."""
     current = threading.Event()
     watcher_done = threading.Event()
 
@@ -80,12 +80,8 @@ def stream_with_signals(connector: SourceConnector, source: CaptureSource, start
                     return  # the stream ended by itself
             position = stage.with_progress(stage.last_offset or start)
             with stage.lock:
-                stage.running_blocking = request
-                try:
-                    run_blocking_snapshot(connector, source, stage.incremental, request, position,
-                                          stage.emit_direct, stop, stage.notifications)
-                finally:
-                    stage.running_blocking = None
+                run_blocking_snapshot(connector, source, stage.incremental, request, position, stage.emit_direct,
+                                      stop, stage.notifications)
             request = None
             if stop.is_set():
                 return

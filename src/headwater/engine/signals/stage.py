@@ -51,7 +51,6 @@ class SignalingStream:
         self._out: list[Any] = []
         self.blocking: list[tuple[SnapshotRequest, Offset | None]] = []
         self.stream_stop = threading.Event()  # set: the stream returns (a blocking snapshot waits)
-        self.running_blocking: SnapshotRequest | None = None  # the blocking snapshot being read now
         self.incremental = source.incremental_source()
         self.snapshotter: IncrementalSnapshotter | None = None
         if self.incremental is not None:

@@ -29,14 +29,14 @@ a restart's replay reproduces where the stage acts again (a signal of the signal
 ending among them is cut there by :meth:`SignalUnitStream.split`.
 
 A blocking snapshot's rows are handed over as they come, so the read-ahead's bound holds for them
-too and a batch may end inside one. Their offsets name its request (`feed.BLOCKING_KEY`): a restart
-from such a batch end reads the blocking snapshot again before it streams (its rows after the ones
-the checkpoint has go on from their numbers; rows already delivered may come twice, as Debezium's
-interrupted blocking snapshot may). Once the stream runs again, an entry without the request ends
-it, so a restart after it does not read it again. Each unit ends where the next entry's key is
-greater. While the read-ahead queue is full the stream thread waits in its emit, keeping the
-connection alive (:meth:`CaptureSource.keep_stream_alive`); other threads (the signal channels')
-never wait there.
+too and a batch may end inside one. Their offsets name its request (`blocking.BLOCKING_KEY`): a
+restart from such a batch end reads the blocking snapshot again before it streams (numbered on
+after the rows the checkpoint has; rows already delivered come twice, as Debezium's interrupted
+blocking snapshot's may). The offset marker that ends it becomes an entry of its own, numbered
+after its last row and without the request, so a restart after it does not read it again. Each
+unit ends where the next entry's key is greater. While the read-ahead queue is full the stream
+thread waits in its emit, keeping the connection alive (:meth:`CaptureSource.keep_stream_alive`);
+other threads (the signal channels') never wait there.
 """
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from headwater.engine.connector import ConnectorError
-from headwater.engine.feed import ADDED_KEY, BLOCKING_KEY, PositionedRecord, WorkDecoder
+from headwater.engine.feed import ADDED_KEY, PositionedRecord, WorkDecoder
 from headwater.engine.read_ahead import UnitQueue
 from headwater.engine.records import OffsetMarker, SourceRecord
-from headwater.engine.signals.actions import SnapshotRequest
+from headwater.engine.signals.blocking import BLOCKING_KEY, unfinished_blocking
 from headwater.engine.source import UnitStream
 
 if TYPE_CHECKING:
@@ -170,11 +170,9 @@ class SignalUnitStream(UnitStream):
         # this run (by the executors, which send none)
         self.first_start = first_start
         added = int(own.pop(ADDED_KEY, 0) or 0)
-        blocking = own.pop(BLOCKING_KEY, None)
         # the blocking snapshot a batch ended inside (read again before streaming)
-        self.resume_blocking = SnapshotRequest.from_text(blocking) if blocking else None
-        self._stage: Any = None  # the signaling stage (its running_blocking), once the thread opened it
-        self._blocking_offset: Offset | None = None  # the last blocking snapshot entry's offset, without the request
+        self.resume_blocking, own = unfinished_blocking(own)
+        self._in_blocking = False  # the last entry the stage added was a blocking snapshot's
         self.connector = connector
         self.source = source
         self.start_offset = own
@@ -193,7 +191,6 @@ class SignalUnitStream(UnitStream):
         self._stream_key: tuple[Any, ...] = tuple(source.sort_key(own))
         self._stream_offset: Offset = own
         self._sequence = added
-        self._streaming = False
         self._thread = threading.Thread(target=self._run, name="headwater-feed-signals", daemon=True)
 
     def start(self) -> SignalUnitStream:
@@ -208,7 +205,7 @@ class SignalUnitStream(UnitStream):
         try:
             source: Any = _PositioningSource(self.source, self)
             self._initial_notifications()
-            stage = self._stage = open_stage(self.connector, source, self._take, self.start_offset)
+            stage = open_stage(self.connector, source, self._take, self.start_offset)
             stream_with_signals(self.connector, source, self.start_offset, self._take, self._stop, stage,
                                 resume_blocking=self.resume_blocking)
         except BaseException as exc:  # handed to the caller of get()/check()
@@ -231,15 +228,8 @@ class SignalUnitStream(UnitStream):
             notifications.initial_skipped(self.start_offset)
 
     def streaming(self, running: bool) -> None:
-        """A stream starts or returns. A stream that starts after a blocking snapshot ends it: an
-        entry after its last one, without its request (a restart after it does not read it again)."""
+        """A stream starts or returns (what came before is quiet only QUIET_S after that)."""
         with self._lock:
-            self._streaming = running
-            if running and self._blocking_offset is not None:
-                self._sequence += 1
-                self._pending.append(_Entry(None, (*self._stream_key, self._sequence),
-                                            {**self._blocking_offset, ADDED_KEY: self._sequence}))
-                self._blocking_offset = None
             self._last_arrival = time.monotonic()
 
     def _base(self, offset: Offset | None) -> tuple[Any, ...] | None:
@@ -268,12 +258,17 @@ class SignalUnitStream(UnitStream):
                 return _Entry(record, base, dict(item.offset or {}))
             self._sequence += 1
             offset = {**(item.offset if base == self._stream_key else self._stream_offset), ADDED_KEY: self._sequence}
-            blocking = self._stage.running_blocking if self._stage is not None and not self._streaming else None
+            blocking = (item.offset or {}).get(BLOCKING_KEY)
+            self._in_blocking = blocking is not None
             if blocking is not None:
-                self._blocking_offset = {k: v for k, v in offset.items() if k != ADDED_KEY}
-                offset[BLOCKING_KEY] = blocking.to_text()
+                offset[BLOCKING_KEY] = blocking
             return _Entry(record, (*self._stream_key, self._sequence), offset)
         if isinstance(item, OffsetMarker):
+            if self._in_blocking and base == self._stream_key and BLOCKING_KEY not in item.offset:
+                # the end of a blocking snapshot: after its last row (a batch may end there)
+                self._in_blocking = False
+                self._sequence += 1
+                return _Entry(None, (*self._stream_key, self._sequence), {**item.offset, ADDED_KEY: self._sequence})
             return self._streamed(None, base, item.offset)
         return None
 
