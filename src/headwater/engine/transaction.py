@@ -25,6 +25,25 @@ TRANSACTION_VALUE_SCHEMA = struct(
     version=1,
 )
 
+# Debezium's TransactionContext.store/load: an offset inside a transaction keeps its id and its
+# events per data collection, so a restart inside it goes on counting (no second BEGIN)
+OFFSET_TRANSACTION_ID = "transaction_id"
+OFFSET_ORDER_PREFIX = "transaction_data_collection_order_"
+
+
+def store_open_transaction(offset: dict[str, Any], tx_id: Any, per_collection: dict[str, int]) -> None:
+    offset[OFFSET_TRANSACTION_ID] = tx_id
+    for collection, count in per_collection.items():
+        offset[OFFSET_ORDER_PREFIX + collection] = count
+
+
+def load_open_transaction(offset: dict[str, Any]) -> tuple[Any, dict[str, int]] | None:
+    """The stored transaction's id and events per data collection, or None when none is open."""
+    tx_id = offset.get(OFFSET_TRANSACTION_ID)
+    if tx_id is None:
+        return None
+    return tx_id, {k[len(OFFSET_ORDER_PREFIX):]: int(v) for k, v in offset.items() if k.startswith(OFFSET_ORDER_PREFIX)}
+
 
 def java_string_hash(text: str) -> int:
     """`String.hashCode()` of the JVM (UTF-16 code units, 32-bit wrap-around)."""

@@ -121,6 +121,29 @@ class Runner:
         data = self.out.read_bytes() if self.out.exists() else b""
         self.boundaries.append(data.rfind(b"\n") + 1)
 
+    def kill_inside_transaction(self, statement: str, written: int, timeout: float = 120) -> dict[str, Any]:
+        """Run `statement` (one large transaction) and SIGKILL the run once it has stored an offset
+        inside it and written `written` bytes; the stored offset (it is inside the transaction)."""
+        self.db.execute(statement)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            offsets = self.offsets.read_text() if self.offsets.exists() else ""
+            if '"tx_final_lsn"' in offsets and self.out.exists() and self.out.stat().st_size > written:
+                break
+            time.sleep(0.02)
+        self.kill()
+        (offset,) = json.loads(self.offsets.read_text())["offsets"].values()
+        assert offset.get("tx_final_lsn") is not None and offset["tx_msgs"] > 0, offset
+        return offset
+
+    def restart_to_sentinel(self, timeout: float = 90) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Start again, stop cleanly once everything so far came through; the output of each run."""
+        self.start()
+        self.wait_for_sentinel(timeout)
+        assert self.terminate() == 0
+        first, second = self.segments()
+        return first, second
+
     def terminate(self, timeout: float = 60) -> int:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)

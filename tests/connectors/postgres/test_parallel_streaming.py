@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from pathlib import Path
 
 from test_crash_restart import Runner
@@ -71,21 +70,9 @@ def test_sigkill_inside_a_large_transaction_resumes_inside_it(pg_db, tmp_path):
     try:
         runner.start()
         runner.wait_streaming()
-        pg_db.execute("INSERT INTO items SELECT g, 'v' || g, g, now() FROM generate_series(1, 60000) g")
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            offsets = runner.offsets.read_text() if runner.offsets.exists() else ""
-            if '"tx_final_lsn"' in offsets and runner.out.exists() and runner.out.stat().st_size > 10_000_000:
-                break
-            time.sleep(0.02)
-        runner.kill()
-        stored = json.loads(runner.offsets.read_text())["offsets"]
-        (offset,) = stored.values()
-        assert offset.get("tx_final_lsn") is not None and offset["tx_msgs"] > 0, offset
-        runner.start()
-        runner.wait_for_sentinel()
-        assert runner.terminate() == 0
-        first, second = runner.segments()
+        offset = runner.kill_inside_transaction(
+            "INSERT INTO items SELECT g, 'v' || g, g, now() FROM generate_series(1, 60000) g", 10_000_000)
+        first, second = runner.restart_to_sentinel()
     finally:
         runner.cleanup()
 
@@ -97,3 +84,44 @@ def test_sigkill_inside_a_large_transaction_resumes_inside_it(pg_db, tmp_path):
     # the restart resumed inside the transaction: it re-sent only what followed the stored offset
     assert after[0] > 1 and after[0] == offset["tx_msgs"] + 1
     assert after == list(range(after[0], 60001))
+
+
+def test_a_restart_inside_a_transaction_goes_on_counting_its_metadata(pg_db, tmp_path):
+    """provide.transaction.metadata: the offsets inside a transaction keep its id and events per
+    collection (Debezium's TransactionContext), so a restart inside it sends no second BEGIN, its
+    events' orders go on, and END counts the whole transaction."""
+    _setup(pg_db)
+    runner = Runner(pg_db, tmp_path, "hw_bigtx_meta", **{"snapshot.mode": "no_data",
+                                                         "provide.transaction.metadata": "true",
+                                                         "table.include.list": "public.items,public.other",
+                                                         "max.batch.size": "512", "max.queue.size": "2048"})
+    try:
+        runner.start()
+        runner.wait_streaming()
+        # one transaction: two statements in one query
+        offset = runner.kill_inside_transaction(
+            "INSERT INTO items SELECT g, 'v' || g, g, now() FROM generate_series(1, 60000) g; "
+            "INSERT INTO other VALUES (1, 'x'), (2, 'y')", 10_000_000)
+        assert offset["transaction_data_collection_order_public.items"] == offset["tx_msgs"], offset
+        first, second = runner.restart_to_sentinel()
+    finally:
+        runner.cleanup()
+
+    def payload(record):
+        value = record["value"]
+        return value.get("payload", value)
+
+    def statuses(lines):
+        return [payload(r)["status"] for r in lines if r["topic"] == "dbserver1.transaction"]
+
+    assert statuses(first) == ["BEGIN"] and statuses(second) == ["END"]
+    (end,) = [payload(r) for r in second if r["topic"] == "dbserver1.transaction"]
+    assert end["event_count"] == 60002
+    assert sorted((c["data_collection"], c["event_count"]) for c in end["data_collections"]) == [
+        ("public.items", 60000), ("public.other", 2)]
+    resumed = [payload(r) for r in second if r["topic"] == "dbserver1.public.items"]
+    assert resumed[0]["after"]["id"] == offset["tx_msgs"] + 1
+    assert all(p["transaction"]["total_order"] == p["transaction"]["data_collection_order"] == p["after"]["id"]
+               for p in resumed)
+    other = [payload(r)["transaction"] for r in second if r["topic"] == "dbserver1.public.other"]
+    assert [(t["total_order"], t["data_collection_order"]) for t in other] == [(60001, 1), (60002, 2)]

@@ -284,20 +284,9 @@ def test_sigkill_while_a_streamed_commit_is_delivered_resumes_inside_it(pg_db, t
     try:
         runner.start()
         runner.wait_streaming()
-        pg_db.execute("INSERT INTO items SELECT g, 'v' || g, g FROM generate_series(1, 60000) g")
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            offsets = runner.offsets.read_text() if runner.offsets.exists() else ""
-            if '"tx_final_lsn"' in offsets and runner.out.exists() and runner.out.stat().st_size > 5_000_000:
-                break
-            time.sleep(0.02)
-        runner.kill()
-        (offset,) = json.loads(runner.offsets.read_text())["offsets"].values()
-        assert offset.get("tx_final_lsn") is not None and offset["tx_msgs"] > 0, offset
-        runner.start()
-        runner.wait_for_sentinel(timeout=120)
-        assert runner.terminate() == 0
-        first, second = runner.segments()
+        offset = runner.kill_inside_transaction(
+            "INSERT INTO items SELECT g, 'v' || g, g FROM generate_series(1, 60000) g", 5_000_000)
+        first, second = runner.restart_to_sentinel(timeout=120)
     finally:
         runner.cleanup()
     streamed, _ = _slot_stats(pg_db, slot)

@@ -36,6 +36,7 @@ from headwater.connectors.postgres.types import DEFAULT_UNAVAILABLE_PLACEHOLDER,
 from headwater.engine.connector import ConnectorError
 from headwater.engine.dispatcher import EventDispatcher
 from headwater.engine.records import OffsetMarker, SourceRecord
+from headwater.engine.transaction import store_open_transaction
 from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_MESSAGE, OP_READ, OP_UPDATE
 from headwater.model.schema import OPTIONAL_STRING, Schema, struct
 from headwater.model.values import same_value
@@ -66,25 +67,31 @@ class StreamPosition:
     tx_msgs: int = 0                    # data messages of the transaction seen so far
     skip_final_lsn: int | None = None   # resume inside this transaction ...
     skip_msgs: int = 0                  # ... after this many of its data messages
+    skip_tx: tuple[Any, dict[str, int]] | None = None  # ... whose metadata context is this (id, counts)
     skipping: int = 0
+    resumed_tx: tuple[Any, dict[str, int]] | None = None  # skip_tx of the transaction begun, when resumed
     xmin: int | None = None             # the slot's catalog_xmin for source.xmin (xmin.fetch.interval.ms)
     replaying_xid: int | None = None    # a committed streamed transaction being replayed (set before its BEGIN)
     last_xid: int | None = None         # the last committed transaction's xid (None after a later message)
 
     @classmethod
     def resume(cls, offset: PgOffset) -> StreamPosition:
+        inside = offset.tx_final_lsn is not None
         return cls(restart_lsn=offset.lsn_commit or 0, last_commit_lsn=offset.last_commit_lsn,
                    message_lsn=offset.message_lsn, skip_final_lsn=offset.tx_final_lsn,
-                   skip_msgs=offset.tx_msgs if offset.tx_final_lsn is not None else 0,
-                   last_xid=offset.tx_id if offset.tx_final_lsn is None else None)
+                   skip_msgs=offset.tx_msgs if inside else 0, skip_tx=offset.open_transaction if inside else None,
+                   last_xid=offset.tx_id if not inside else None)
 
     def begin(self, msg: pg.Begin) -> None:
         self.xid = msg.xid
         self.final_lsn = msg.final_lsn
         self.commit_ts_us = msg.commit_ts_us
         self.tx_msgs = 0
-        self.skipping = self.skip_msgs if msg.final_lsn == self.skip_final_lsn else 0
+        resumed = msg.final_lsn == self.skip_final_lsn
+        self.skipping = self.skip_msgs if resumed else 0
+        self.resumed_tx = self.skip_tx if resumed else None
         self.skip_final_lsn = None
+        self.skip_tx = None
 
     def data(self) -> bool:
         """A data message of the transaction (I/U/D/T/transactional M): False if already delivered."""
@@ -254,6 +261,10 @@ class ChangeEventBuilder:
         self._lsn: int | None = None
         self._msgs_done = 0
         self._last_offset: dict[str, Any] | None = None
+        # provide.transaction.metadata: the open transaction's id and its events per collection
+        # before the message being built, which its offsets store (Debezium's TransactionContext)
+        self._tx_id_stored: Any = None
+        self._tx_counts: dict[str, int] | None = None
         self._source_key: tuple[Any, ...] | None = None
         self._source_template: dict[str, Any] = {}
         self._sequence_prefix = ""
@@ -261,6 +272,8 @@ class ChangeEventBuilder:
 
     def _next_offset(self) -> dict[str, Any]:
         d = self.position.offset(self._lsn, self._msgs_done)
+        if self._tx_counts is not None and "tx_final_lsn" in d:
+            store_open_transaction(d, self._tx_id_stored, self._tx_counts)
         self._last_offset = d
         return d
 
@@ -274,14 +287,24 @@ class ChangeEventBuilder:
         elif kind == BEGIN:
             msg = pg.decode(payload)
             pos.begin(msg)
-            if self.settings.provide_transaction_metadata and not pos.skipping:
+            if not self.settings.provide_transaction_metadata:
+                pass
+            elif pos.resumed_tx is not None:
+                # resuming inside a transaction delivered in part (its BEGIN included): its counts
+                # go on from the stored offset's
+                self._tx_id_stored, counts = pos.resumed_tx
+                self.dispatcher.resume_transaction(counts)
+                self._tx_counts = counts
+            elif not pos.skipping:
                 # Debezium emits BEGIN here, whatever the transaction's changes turn out to be
                 # (not when resuming inside a transaction delivered in part: BEGIN was sent then)
                 self._msgs_done = 0
-                self.dispatcher.transaction_begin(f"{msg.xid}:{lsn}", msg.commit_ts_us // 1000)
+                self._tx_id_stored, self._tx_counts = f"{msg.xid}:{lsn}", {}
+                self.dispatcher.transaction_begin(self._tx_id_stored, msg.commit_ts_us // 1000)
         elif kind == COMMIT:
             msg = pg.decode(payload)
             self._msgs_done = pos.tx_msgs
+            self._tx_counts = None
             self.dispatcher.transaction_end(f"{pos.xid}:{lsn}", msg.commit_ts_us // 1000)
             xid = pos.xid
             pos.commit(msg)
@@ -323,9 +346,14 @@ class ChangeEventBuilder:
         done = self.position.tx_msgs
         self._msgs_done = done - 1
         self._last_offset = None
+        if self._tx_counts is not None:
+            self._tx_counts = self.dispatcher.open_transaction() or {}
         build()
-        if self._last_offset is not None and "tx_msgs" in self._last_offset:
-            self._last_offset["tx_msgs"] = done
+        last = self._last_offset
+        if last is not None and "tx_msgs" in last:
+            last["tx_msgs"] = done
+            if self._tx_counts is not None:
+                store_open_transaction(last, self._tx_id_stored, self.dispatcher.open_transaction() or {})
         self._msgs_done = done
 
     def _tx_id(self, lsn: int) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from headwater import __version__
 from headwater.engine.registry import DerivedRowField
+from headwater.engine.transaction import load_open_transaction
 from headwater.model.envelope import COMMON_SOURCE_FIELDS, TRANSACTION_BLOCK_SCHEMA
 from headwater.model.schema import OPTIONAL_BYTES, OPTIONAL_INT64, OPTIONAL_STRING, STRING, struct
 
@@ -122,6 +123,9 @@ class PgOffset:
     message_lsn: int | None = None
     snapshot: bool = False
     snapshot_completed: bool = False
+    # inside a transaction, with provide.transaction.metadata: its id and events per collection so
+    # far (Debezium's TransactionContext keys, which the builder writes into its offsets)
+    open_transaction: tuple[Any, dict[str, int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -166,4 +170,5 @@ class PgOffset:
             message_lsn=lsn("message_lsn"),
             snapshot=bool(d.get("snapshot", False)),
             snapshot_completed=bool(d.get("snapshot_completed", False)),
+            open_transaction=load_open_transaction(d),
         )

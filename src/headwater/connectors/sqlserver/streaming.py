@@ -51,6 +51,7 @@ from headwater.connectors.sqlserver.lsn import ZERO, describe, lsn_to_str
 from headwater.connectors.sqlserver.source_info import DatabaseOffset, epoch_micros, source_block
 from headwater.engine.connector import ConnectorError, connector_error
 from headwater.engine.dispatcher import EventDispatcher
+from headwater.engine.transaction import OFFSET_TRANSACTION_ID, load_open_transaction, store_open_transaction
 from headwater.model.envelope import OP_CREATE, OP_DELETE, OP_UPDATE
 from headwater.model.values import same_value
 
@@ -538,31 +539,23 @@ class Streamer:
             self._metadata_conn = None
 
 
-TRANSACTION_ID = "transaction_id"
-TRANSACTION_ORDER_PREFIX = "transaction_data_collection_order_"
-
-
 def _transaction_keys(state: DatabaseState, provided: bool) -> dict[str, Any]:
     """Debezium's TransactionContext.store: the open transaction's id and its per-collection
     event counts (what a restart inside the transaction continues from)."""
     counts = state.dispatcher.open_transaction()
-    if not provided or state.tx_id is None or counts is None:
-        return {TRANSACTION_ID: None}
-    keys: dict[str, Any] = {TRANSACTION_ID: state.tx_id}
-    for collection, count in counts.items():
-        keys[TRANSACTION_ORDER_PREFIX + collection] = count
+    keys: dict[str, Any] = {OFFSET_TRANSACTION_ID: None}
+    if provided and state.tx_id is not None and counts is not None:
+        store_open_transaction(keys, state.tx_id, counts)
     return keys
 
 
 def _restore_transaction(state: DatabaseState) -> None:
     """Debezium's TransactionContext.load: a stored open transaction goes on where it stopped (no
     second BEGIN; total and per-collection orders continue)."""
-    extra = state.offset.extra
-    tx_id = extra.get(TRANSACTION_ID)
-    if tx_id is None:
+    stored = load_open_transaction(state.offset.extra)
+    if stored is None:
         return
-    counts = {k[len(TRANSACTION_ORDER_PREFIX):]: int(v) for k, v in extra.items()
-              if k.startswith(TRANSACTION_ORDER_PREFIX)}
+    tx_id, counts = stored
     state.dispatcher.resume_transaction(counts)
     state.tx_id = tx_id
     state.tx_ts_ms = int(time.time() * 1000)
