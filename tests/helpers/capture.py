@@ -60,9 +60,13 @@ class Capture(Protocol):
 
 
 def read_records(out: Path) -> list[dict[str, Any]]:
+    """The complete lines of a jsonl sink file: a run writing it in another process may be in the
+    middle of its last line (read while it waits for something)."""
     if not out.exists():
         return []
-    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
+    data = out.read_bytes()
+    data = data[:data.rfind(b"\n") + 1]
+    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
 
 
 class RunningCapture:
