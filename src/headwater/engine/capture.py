@@ -96,6 +96,9 @@ def run_capture(connector: SourceConnector, source: CaptureSource, offset: Offse
             stream_with_signals(connector, source, start, emit, stop, stage,
                                 resume_blocking=blocking if not decision.snapshot else None)
         else:
+            if blocking is not None:
+                log.warning("the stored offset says a blocking snapshot of %s did not finish; signals are no longer "
+                            "configured, so it is not read again", blocking.collections)
             source.stream(start, emit, stop)
 
 

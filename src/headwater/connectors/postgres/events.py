@@ -287,20 +287,8 @@ class ChangeEventBuilder:
         elif kind == BEGIN:
             msg = pg.decode(payload)
             pos.begin(msg)
-            if not self.settings.provide_transaction_metadata:
-                pass
-            elif pos.resumed_tx is not None:
-                # resuming inside a transaction delivered in part (its BEGIN included): its counts
-                # go on from the stored offset's
-                self._tx_id_stored, counts = pos.resumed_tx
-                self.dispatcher.resume_transaction(counts)
-                self._tx_counts = counts
-            elif not pos.skipping:
-                # Debezium emits BEGIN here, whatever the transaction's changes turn out to be
-                # (not when resuming inside a transaction delivered in part: BEGIN was sent then)
-                self._msgs_done = 0
-                self._tx_id_stored, self._tx_counts = f"{msg.xid}:{lsn}", {}
-                self.dispatcher.transaction_begin(self._tx_id_stored, msg.commit_ts_us // 1000)
+            if self.settings.provide_transaction_metadata:
+                self._begin_transaction(msg, lsn)
         elif kind == COMMIT:
             msg = pg.decode(payload)
             self._msgs_done = pos.tx_msgs
@@ -333,6 +321,20 @@ class ChangeEventBuilder:
                 if not self._message(msg, lsn):
                     self.dispatcher.dispatch_offset(self._next_offset())
         # Origin and Type messages carry nothing Debezium emits
+
+    def _begin_transaction(self, msg: pg.Begin, lsn: int) -> None:
+        """provide.transaction.metadata at a BEGIN: Debezium emits BEGIN here, whatever the
+        transaction's changes turn out to be — unless a restart resumes inside a transaction
+        delivered in part (BEGIN was sent then): its counts go on from the stored offset's."""
+        resumed = self.position.resumed_tx
+        if resumed is not None:
+            self._tx_id_stored, counts = resumed
+            self.dispatcher.resume_transaction(counts)
+            self._tx_counts = counts
+        elif not self.position.skipping:  # (an offset stored without the counts: as before them)
+            self._msgs_done = 0
+            self._tx_id_stored, self._tx_counts = f"{msg.xid}:{lsn}", {}
+            self.dispatcher.transaction_begin(self._tx_id_stored, msg.commit_ts_us // 1000)
 
     def heartbeat(self, offset: dict[str, Any], ts_ms: int) -> None:
         """Emit a heartbeat record carrying `offset` (a position the reader decided is safe)."""

@@ -304,13 +304,12 @@ class SignalUnitStream(UnitStream):
         """The pending entries up to the last place where the sort key grows (all of them when
         `final` and their key is past what was handed over), as a unit; under the lock."""
         pending, handed = self._pending, self._handed_key
-        limit = len(pending)
         end = -1
-        for i in range(min(limit, len(pending) - 1)):
+        for i in range(len(pending) - 1):
             if pending[i].key < pending[i + 1].key and (handed is None or pending[i].key > handed):
                 end = i
-        if final and limit and (handed is None or pending[limit - 1].key > handed):
-            end = limit - 1
+        if final and pending and (handed is None or pending[-1].key > handed):
+            end = len(pending) - 1
         if end < 0:
             return None
         taken, self._pending = pending[:end + 1], pending[end + 1:]
