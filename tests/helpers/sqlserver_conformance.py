@@ -20,7 +20,8 @@ have ended since the last statement (the second one began after it, so it read e
 "Emitted": the capture's output holds, for every database, an event whose ``source.commit_lsn`` reaches the
 newest ``__$start_lsn`` of the database's change tables — and at the end as many events as the golden file.
 A capture that never gets there is waited for only until its output has been quiet for the scenario's
-``record.quiet.seconds`` (the comparison then shows what is missing).
+``record.quiet.seconds`` (the comparison then shows what is missing) — for :data:`PATIENCE` at least where the
+count it must reach is known (the snapshot, the end, an incremental snapshot's completion).
 
 The capture is pluggable (:data:`StartCapture`): ``headwater run`` (:func:`start_headwater_run`), Debezium's
 own connector (:func:`start_debezium`: the harness must reproduce the golden files with it), the Spark source.
@@ -66,6 +67,10 @@ GOLDEN = TESTS_DIR / "conformance" / "sqlserver"
 DEFAULT_QUIET = 5.0  # record.py's default for record.quiet.seconds
 CAPTURE_TIMEOUT = 60.0
 SNAPSHOT_TIMEOUT = 120.0
+# How long a capture short of what it must emit (the golden file's snapshot records, its events at the end, an
+# incremental snapshot's completion) may be quiet before the run goes on: a run that gets there never waits
+# for it, and a loaded machine's Spark batches or capture scans can pause for longer than `quiet.seconds`.
+PATIENCE = 20.0
 POLL = 0.05
 
 
@@ -309,7 +314,8 @@ class Progress:
 def wait_snapshot(capture: Capture, expected: int, *, quiet: float, timeout: float = SNAPSHOT_TIMEOUT) -> None:
     """Until the capture has emitted its snapshot: as many snapshot records as Debezium's (the golden file
     says how many). A capture that emits fewer is waited for until its output has been quiet for ``quiet`` s
-    (20 s at least before its first record). Returns early when the capture ended (its stop() tells why)."""
+    (PATIENCE at least) after its first record; before it, until the timeout. Returns early when the
+    capture ended (its stop() tells why)."""
     progress = Progress(capture)
     deadline = time.monotonic() + timeout
     streaming = getattr(capture, "streaming", None)
@@ -325,8 +331,10 @@ def wait_snapshot(capture: Capture, expected: int, *, quiet: float, timeout: flo
                 raise ConformanceError(f"the capture did not begin streaming within {timeout} s")
             time.sleep(POLL)
             continue
-        # a capture that emits fewer: on when quiet (longer before its first record: it may still start up)
-        if done >= expected or progress.quiet_for() >= (quiet if records else max(quiet, 20.0)):
+        # A capture that emits fewer: on when quiet, but only once it has emitted something. The workload must
+        # not run while the snapshot is still to be read (its rows would show the workload's changes): a
+        # loaded machine's Spark source took over 20 s for its first batch, and longer than `quiet` between two.
+        if done >= expected or (records and progress.quiet_for() >= max(quiet, PATIENCE)):
             return
         if time.monotonic() > deadline:
             raise ConformanceError(f"the snapshot did not end within {timeout} s ({done} of {expected} "
@@ -338,17 +346,20 @@ def wait_emitted(capture: Capture, targets: Mapping[str, bytes | None], *, expec
                  settle: float, quiet: float, timeout: float = 300) -> bool:
     """Until the capture has emitted every captured change (its records reach each database's target LSN)
     and, when given, ``expected`` records, and then nothing more for ``settle`` s; or until its output has
-    been quiet for ``quiet`` s without getting there (False). Returns early when the capture ended."""
+    been quiet for ``quiet`` s without getting there — :data:`PATIENCE` s at least while it has fewer than
+    ``expected`` records (a target LSN of a change that gives no event is never reached) (False). Returns
+    early when the capture ended."""
     progress = Progress(capture)
     deadline = time.monotonic() + timeout
     while capture.alive():
         records = progress.poll()
         emitted = emitted_lsns(records)
         reached = all(lsn is None or emitted.get(db.lower(), b"") >= lsn for db, lsn in targets.items())
-        if reached and (expected is None or len(records) >= expected):
+        short = expected is not None and len(records) < expected
+        if reached and not short:
             if progress.quiet_for() >= settle:
                 return True
-        elif progress.quiet_for() >= quiet:
+        elif progress.quiet_for() >= (max(quiet, PATIENCE) if short else quiet):
             return False
         if time.monotonic() > deadline:
             raise ConformanceError(f"records kept coming for {timeout} s ({len(records)} so far)")
@@ -489,12 +500,12 @@ def run_scenario(name: str, server: Server, workdir: Path, *, start: StartCaptur
             if not wait_emitted(capture, targets, expected=expected, settle=settle if expected else 0.3,
                                 quiet=quiet):
                 ensure_alive(name, capture)
-                notes.append(f"note: after {len(capture.records())} records the capture was quiet for {quiet} s "
-                             f"without reaching the captured LSNs" + (f" / {expected} records" if expected else ""))
+                notes.append(f"note: after {len(capture.records())} records the capture went quiet without "
+                             f"reaching the captured LSNs" + (f" / {expected} records" if expected else ""))
             if props.get("signal.data.collection") and expected is None:
                 # an incremental snapshot writes its window marks while it runs: the workload goes on
                 # once it has completed (record.py waited for the quiet that follows)
-                wait_incremental_done(capture, quiet=quiet)
+                wait_incremental_done(capture, quiet=max(quiet, PATIENCE))
 
         n = run_batches(setup_conn, scenario.workload, on_wait=settled, what="workload.sql")
         settled(len(want))

@@ -32,6 +32,7 @@ from helpers.sqlserver_fixtures import cdc_database, emulator_fixture
 pytestmark = pytest.mark.postgres  # the emulator is backed by PostgreSQL
 
 PREFIX = "txr"
+IDLE_END_S = 30  # the connector's idle END delay: 2 × the capture job's polling interval (set by `database`)
 TRANSACTIONS = f"{PREFIX}.transaction"
 
 
@@ -47,6 +48,11 @@ def database(sqlserver: SqlServerEmulator) -> Iterator[str]:
                               database=name)
             sqlserver.execute(f"EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'{table}', "
                               "@role_name = NULL, @supports_net_changes = 0", database=name)
+        # The idle END comes 2 × the capture job's polling interval after the last change (the emulator
+        # scans every 0.1 s regardless). The tests stop a query, or make the next change, before that timer
+        # runs out: the default 10 s were too short for a loaded machine's Spark batches; 30 s here.
+        sqlserver.execute(f"EXEC sys.sp_cdc_change_job @job_type = N'capture', @pollinginterval = {IDLE_END_S // 2}",
+                          database=name)
         sqlserver.execute("INSERT INTO dbo.tablea VALUES (1, 'one')", database=name)
         captured(sqlserver, name)
         yield name
@@ -156,7 +162,7 @@ class Query:
                 if r["value"] is not None]
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(420)  # two idle ENDs are waited for (IDLE_END_S each)
 def test_pending_end_is_sent_after_restarts(spark: Any, sqlserver: SqlServerEmulator, database: str,
                                             tmp_path: Path) -> None:
     db = database
@@ -176,8 +182,8 @@ def test_pending_end_is_sent_after_restarts(spark: Any, sqlserver: SqlServerEmul
         runs[0].wait(lambda r: len(data_events(r)) == 4, "the first transaction's events")
         first = payload(data_events(runs[0].records())[-1])["transaction"]["id"]
         runs[0].stop_between_batches()
-        # the END of the first transaction is pending: the idle timer (twice the capture job's polling
-        # interval, 10 s here) has not run out, and no transaction followed
+        # the END of the first transaction is pending: the idle timer (IDLE_END_S) has not run out, and no
+        # transaction followed
         assert boundaries(runs[0].records()) == [("BEGIN", first)], runs[0].summary()
 
         runs.append(Query(spark, options, checkpoint))
@@ -246,8 +252,8 @@ def test_pending_end_is_found_past_a_transaction_of_skipped_operations(spark: An
         wait_for(lambda: len(data_events(read_jsonl(standalone.out))) == 1, "the standalone snapshot", 60)
         sqlserver.execute("INSERT INTO dbo.tablea VALUES (2, 'two')", database=db)
         query.wait(lambda r: len(data_events(r)) == 2, "the first transaction's event")
-        # well inside the idle timer (10 s): the deletes, read by a window of their own (the query polls every
-        # 200 ms), then a transaction that is streamed
+        # well inside the idle timer (IDLE_END_S): the deletes, read by a window of their own (the query polls
+        # every 200 ms), then a transaction that is streamed
         sqlserver.execute("DELETE FROM dbo.tablea WHERE id = 1", database=db)
         captured(sqlserver, db)
         time.sleep(1.5)

@@ -38,6 +38,8 @@ DEFAULT_JOB = {"maxtrans": 500, "maxscans": 10, "continuous": True, "pollinginte
 STATE_GRACE_SECONDS = 60.0  # how long a new job waits for sp_cdc_enable_db's transaction to commit
 READ_TIMEOUT_SECONDS = 60.0
 EMPTY_SCAN_LSN = "00000000:00000000:0000"  # SQL Server appends U+0000, which PostgreSQL text cannot hold
+# PostgreSQL's WAL page headers (SizeOfXLogShortPHD, SizeOfXLogLongPHD at a segment's first page)
+SHORT_PAGE_HEADER, LONG_PAGE_HEADER = 24, 40
 
 # LOB rules of SQL Server's change tables (cdc.<capture_instance>_CT docs)
 NULL_ON_DELETE_AND_OLD = frozenset({"text", "ntext", "image"})
@@ -56,6 +58,21 @@ def round_datetime(value: dt.datetime) -> dt.datetime:
     micros = (value - day) // dt.timedelta(microseconds=1)
     ticks = (micros * 300 + 500_000) // 1_000_000
     return day + dt.timedelta(milliseconds=(ticks * 10 + 1) // 3)
+
+
+def record_end(insert_lsn: int, block_size: int, segment_size: int) -> int:
+    """The WAL position a walsender reaches once it has read every record before ``insert_lsn``
+    (``pg_current_wal_insert_lsn()``).
+
+    At the start of a page the insert position lies past the page header, but a record that ends
+    on the page boundary ends *at* the boundary: the walsender's ``wal_end`` stops there, short of
+    the insert position, until some other record is written (the background writer's next one up
+    to 15 s later). No record ends inside a header, so the boundary stands for the same point."""
+    if insert_lsn % segment_size == LONG_PAGE_HEADER:
+        return insert_lsn - LONG_PAGE_HEADER
+    if insert_lsn % block_size == SHORT_PAGE_HEADER:
+        return insert_lsn - SHORT_PAGE_HEADER
+    return insert_lsn
 
 
 def create_slot(cur: Any, slot: str, dsn: str) -> str:
@@ -268,6 +285,7 @@ class _CaptureJob(threading.Thread):
         self._prev_end: int | None = None
         self._polling = float(DEFAULT_JOB["pollinginterval"])
         self._tz: dt.tzinfo | None = None
+        self._wal_sizes = (8192, 16 << 20)  # wal_block_size, wal_segment_size (read by _control)
 
     # --- thread control ----------------------------------------------------------------------
 
@@ -373,6 +391,10 @@ class _CaptureJob(threading.Thread):
                     cur.execute("SELECT set_config('TimeZone', %s, false)", (self.jobs.time_zone,))
                 cur.execute("SHOW TimeZone")
                 name = cur.fetchone()[0]
+                cur.execute("SELECT current_setting('wal_block_size')::int, "
+                            "pg_size_bytes(current_setting('wal_segment_size'))")
+                block, segment = cur.fetchone()
+                self._wal_sizes = (int(block), int(segment))
             self._ctl.commit()
             try:
                 self._tz = ZoneInfo(name)
@@ -491,7 +513,9 @@ class _CaptureJob(threading.Thread):
             # the WAL writer's next round. The message itself is not published (pgoutput's messages=off).
             cur.execute("SELECT pg_logical_emit_message(true, 'hw_cdc_scan', '')")
         ctl.commit()
-        target = self._wal_insert_lsn()
+        # where the stream stands once it has read up to now (not the insert position: when the
+        # last commit ends on a page boundary, the stream would stop 24 bytes short of it)
+        target = record_end(self._wal_insert_lsn(), *self._wal_sizes)
         cur = self._replication()
         txns: list[_Txn] = []
         messages = 0

@@ -10,6 +10,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg2.extensions
+
 from ..sqltypes import SqlType
 
 
@@ -81,44 +83,59 @@ class Registry:
             self._missing.clear()
 
     def _load(self, conn: Any) -> None:
+        # Outside a transaction the four SELECTs read one snapshot: each on its own would see what
+        # other sessions committed before it (an object without its columns when it was dropped in
+        # between). A session's open transaction is left as it is: it must see its own DDL.
+        snapshot = conn.autocommit and conn.info.transaction_status == psycopg2.extensions.TRANSACTION_STATUS_IDLE
         with conn.cursor() as cur:
-            cur.execute("SELECT object_id, schema_name, name, type, pg_schema, pg_name, is_ms_shipped "
-                        "FROM hw_emulator.objects")
-            objects = {r[0]: ObjectInfo(r[0], r[1], r[2], r[3].strip(), r[4], r[5], r[6]) for r in cur.fetchall()}
-            cur.execute("SELECT object_id, column_id, name, pg_name, type, is_nullable, is_identity, "
-                        "default_definition FROM hw_emulator.columns ORDER BY object_id, column_id")
-            for r in cur.fetchall():
-                obj = objects.get(r[0])
-                if obj is not None:
-                    obj.columns.append(ColumnInfo(r[1], r[2], r[3], parse_type(r[4]), r[5], r[6], r[7]))
-            cur.execute("SELECT object_id, index_id, name, is_primary_key, is_unique, type_desc, column_ids "
-                        "FROM hw_emulator.indexes ORDER BY object_id, index_id")
-            for r in cur.fetchall():
-                obj = objects.get(r[0])
-                if obj is not None:
-                    obj.indexes.append(IndexInfo(r[1], r[2], r[3], r[4], r[5], list(r[6])))
-            cur.execute(
-                "SELECT o.object_id, col.column_id, c.oid::int, a.attnum FROM hw_emulator.objects o "
-                "JOIN pg_namespace n ON n.nspname = o.pg_schema "
-                "JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = o.pg_name "
-                "JOIN hw_emulator.columns col ON col.object_id = o.object_id "
-                "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = col.pg_name")
-            by_attr: dict[tuple[int, int], tuple[ObjectInfo, ColumnInfo]] = {}
-            for object_id, column_id, rel, attnum in cur.fetchall():
-                # each SELECT sees the commits made before it: an object another session created
-                # after the first one is left for the reload its first lookup miss makes
-                obj = objects.get(object_id)
-                if obj is None:
-                    continue
-                for col in obj.columns:
-                    if col.column_id == column_id:
-                        by_attr[(rel, attnum)] = (obj, col)
+            if snapshot:
+                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                objects, by_attr = self._read(cur)
+            finally:
+                if snapshot:
+                    cur.execute("ROLLBACK")  # read only: nothing to keep; also after a failed SELECT
         if not conn.autocommit:
             conn.rollback()
         self._objects = {(o.schema.lower(), o.name.lower()): o for o in objects.values()}
         self._by_id = objects
         self._by_attr = by_attr
         self._loaded = True
+
+    @staticmethod
+    def _read(cur: Any) -> tuple[dict[int, ObjectInfo], dict[tuple[int, int], tuple[ObjectInfo, ColumnInfo]]]:
+        cur.execute("SELECT object_id, schema_name, name, type, pg_schema, pg_name, is_ms_shipped "
+                    "FROM hw_emulator.objects")
+        objects = {r[0]: ObjectInfo(r[0], r[1], r[2], r[3].strip(), r[4], r[5], r[6]) for r in cur.fetchall()}
+        cur.execute("SELECT object_id, column_id, name, pg_name, type, is_nullable, is_identity, "
+                    "default_definition FROM hw_emulator.columns ORDER BY object_id, column_id")
+        for r in cur.fetchall():
+            obj = objects.get(r[0])
+            if obj is not None:
+                obj.columns.append(ColumnInfo(r[1], r[2], r[3], parse_type(r[4]), r[5], r[6], r[7]))
+        cur.execute("SELECT object_id, index_id, name, is_primary_key, is_unique, type_desc, column_ids "
+                    "FROM hw_emulator.indexes ORDER BY object_id, index_id")
+        for r in cur.fetchall():
+            obj = objects.get(r[0])
+            if obj is not None:
+                obj.indexes.append(IndexInfo(r[1], r[2], r[3], r[4], r[5], list(r[6])))
+        cur.execute(
+            "SELECT o.object_id, col.column_id, c.oid::int, a.attnum FROM hw_emulator.objects o "
+            "JOIN pg_namespace n ON n.nspname = o.pg_schema "
+            "JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = o.pg_name "
+            "JOIN hw_emulator.columns col ON col.object_id = o.object_id "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = col.pg_name")
+        by_attr: dict[tuple[int, int], tuple[ObjectInfo, ColumnInfo]] = {}
+        for object_id, column_id, rel, attnum in cur.fetchall():
+            # inside a session's transaction each SELECT sees the commits made before it: an object
+            # another session created after the first one is left for the reload its first miss makes
+            obj = objects.get(object_id)
+            if obj is None:
+                continue
+            for col in obj.columns:
+                if col.column_id == column_id:
+                    by_attr[(rel, attnum)] = (obj, col)
+        return objects, by_attr
 
     def _ensure(self, conn: Any, reload: bool = False) -> None:
         with self._lock:

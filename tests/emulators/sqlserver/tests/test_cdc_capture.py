@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import time
+from typing import Any
 
 import psycopg2
 import psycopg2.extras
@@ -12,6 +13,7 @@ import pytest
 from test_cdc_support import CdcDb, SourceColumn, create_table
 
 from emulators.sqlserver.cdc import CaptureJobs, all_changes_sql_for, lsn
+from emulators.sqlserver.cdc.capture import record_end
 
 pytestmark = pytest.mark.postgres
 pytest_plugins = ["test_cdc_support"]  # the fixtures cdc_jobs, cdc_db, customers
@@ -408,3 +410,66 @@ def test_maxtrans_and_maxscans_bound_a_cycle(customers: CdcDb) -> None:
         seen.append(len(db.ct_rows("dbo_customers")))
     assert seen == [2, 4, 5]
     assert [r["id"] for r in db.ct_rows("dbo_customers")] == [0, 1, 2, 3, 4]
+
+
+def test_record_end_steps_back_over_a_page_header() -> None:
+    block, segment = 8192, 16 << 20
+    assert record_end(5 * block + 24, block, segment) == 5 * block  # short header
+    assert record_end(3 * segment + 40, block, segment) == 3 * segment  # a segment's first page: long header
+    assert record_end(5 * block + 32, block, segment) == 5 * block + 32
+    assert record_end(5 * block + 4000, block, segment) == 5 * block + 4000
+
+
+def _lsn(text: str) -> int:
+    high, low = text.split("/")
+    return (int(high, 16) << 32) | int(low, 16)
+
+
+def test_the_stream_reaches_the_target_of_a_commit_ending_on_a_page_boundary(pg_db: Any) -> None:
+    """A scan waits until the walsender's wal_end reaches where the WAL stood when the scan began. When
+    the last commit ends exactly on a page boundary, pg_current_wal_insert_lsn() lies past the next
+    page's header while wal_end stops at the boundary (until some other record comes, up to 15 s
+    later): a scan waiting for the insert position stalled the capture job (the
+    incremental_snapshot_conditions scenario's missing window row). record_end() is what wal_end reaches."""
+    ctl = pg_db.connect()
+    with ctl.cursor() as cur:
+        cur.execute("SET synchronous_commit TO on")  # as the capture job's control connection
+        cur.execute("SELECT current_setting('wal_block_size')::int, pg_size_bytes(current_setting('wal_segment_size'))")
+        block, segment = cur.fetchone()
+        cur.execute("SELECT pg_create_logical_replication_slot('boundary', 'pgoutput')")
+        cur.execute("CREATE PUBLICATION boundary_pub FOR ALL TABLES")
+    repl = psycopg2.connect(pg_db.dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
+    try:
+        stream = repl.cursor()
+        stream.start_replication(slot_name="boundary", decode=False,
+                                 options={"proto_version": "1", "publication_names": "boundary_pub"})
+        insert = 0
+        # WAL bytes of a message (content of 256 bytes or more) and its commit, beyond the content
+        overhead: int | None = None
+        for _ in range(200):  # pad the WAL until a commit ends exactly on a page boundary
+            with ctl.cursor() as cur:
+                cur.execute("SELECT pg_current_wal_insert_lsn()::text")
+                before = _lsn(cur.fetchone()[0])
+                room = block - before % block
+                pad = room - overhead if overhead is not None and room - overhead >= 256 else 1000
+                cur.execute("BEGIN")
+                cur.execute("SELECT pg_logical_emit_message(true, 'pad', %s)", ("x" * pad,))
+                cur.execute("COMMIT")
+                cur.execute("SELECT pg_current_wal_insert_lsn()::text")
+                insert = _lsn(cur.fetchone()[0])
+            if insert % block == 24:
+                break
+            if insert // block == before // block:  # no page header in between
+                overhead = insert - before - pad
+        else:
+            pytest.fail("no commit ended on a page boundary")
+        target = record_end(insert, block, segment)
+        assert target == insert - 24
+        deadline = time.monotonic() + 10
+        while (stream.wal_end or 0) < target:
+            assert time.monotonic() < deadline, f"wal_end {stream.wal_end:X} did not reach {target:X}"
+            if stream.read_message() is None:
+                stream.send_feedback(reply=True, force=True)
+                time.sleep(0.02)
+    finally:
+        repl.close()

@@ -251,13 +251,14 @@ def test_database_name_lookup_is_case_insensitive_and_returns_the_original_spell
     assert out.error is None and out.rows == [("Inventory",)]
 
 
-class _CreatesBetweenQueries:
-    """A connection whose first statement is followed by another session's CREATE TABLE."""
+class _ActsBetweenQueries:
+    """A connection whose first SELECT is followed by another session's statement (``act``)."""
 
-    def __init__(self, conn: Any, create: Any) -> None:
+    def __init__(self, conn: Any, act: Any) -> None:
         self._conn = conn
-        self._create = create
+        self._act = act
         self.autocommit = conn.autocommit
+        self.info = conn.info
 
     def cursor(self) -> Any:
         outer = self
@@ -274,9 +275,9 @@ class _CreatesBetweenQueries:
 
             def execute(self, sql: str, *args: Any) -> None:
                 self._inner.execute(sql, *args)
-                if outer._create is not None:
-                    create, outer._create = outer._create, None
-                    create()
+                if outer._act is not None and sql.startswith("SELECT"):
+                    act, outer._act = outer._act, None
+                    act()
 
             def fetchall(self) -> list[Any]:
                 return self._inner.fetchall()
@@ -287,20 +288,43 @@ class _CreatesBetweenQueries:
         self._conn.rollback()
 
 
-def test_a_table_created_while_the_registry_loads_waits_for_the_next_load(server: EmulatorServer) -> None:
-    """The registry reads objects, columns, indexes and attributes in four statements, each seeing
-    what was committed before it: a table another session creates in between (sp_cdc_enable_table
-    creating a change table while a connector reads cdc.lsn_time_mapping) is found by the next load,
-    not a KeyError in the middle of the connector's query."""
+def _run(session: Any, sql: str) -> None:
+    assert collect(session.execute_batch(sql)).error is None
+
+
+@pytest.mark.parametrize("in_transaction", [False, True])
+def test_a_table_created_while_the_registry_loads_waits_for_the_next_load(server: EmulatorServer,
+                                                                          in_transaction: bool) -> None:
+    """The registry reads objects, columns, indexes and attributes in four statements. A table another
+    session creates in between (sp_cdc_enable_table creating a change table while a connector reads
+    cdc.lsn_time_mapping) is found by the next load, not a KeyError in the middle of the connector's
+    query: outside a transaction the load reads one snapshot (the table is not in it at all); inside
+    the reader's transaction each statement sees the commits made before it."""
     registry = server.database("Inventory").registry
     with session_in(server, "Inventory") as reader, session_in(server, "Inventory") as other:
+        if in_transaction:
+            _run(reader, "BEGIN TRANSACTION")
         conn = reader._conn("Inventory")
-
-        def create() -> None:
-            assert collect(other.execute_batch("CREATE TABLE dbo.Racing (Id int NOT NULL)")).error is None
-
         try:
-            registry._load(_CreatesBetweenQueries(conn, create))
+            registry._load(_ActsBetweenQueries(conn, lambda: _run(other, "CREATE TABLE dbo.Racing (Id int NOT NULL)")))
             assert registry.lookup(conn, "dbo", "Racing") is not None  # the miss reloads
         finally:
-            collect(other.execute_batch("DROP TABLE IF EXISTS dbo.Racing"))
+            if in_transaction:
+                _run(reader, "ROLLBACK TRANSACTION")
+            collect(other.execute_batch("DROP TABLE dbo.Racing"))  # 3701 when the test failed before creating it
+
+
+def test_a_table_dropped_while_the_registry_loads_is_not_left_without_columns(server: EmulatorServer) -> None:
+    """Statements each seeing the newest commits would load the table from the first one and none of
+    its columns from the next ones (the drop's own invalidate() comes after; a lookup in between got a
+    table without columns): the load reads one snapshot, in which the table still has its columns."""
+    registry = server.database("Inventory").registry
+    with session_in(server, "Inventory") as reader, session_in(server, "Inventory") as other:
+        _run(other, "CREATE TABLE dbo.Doomed (Id int NOT NULL, Name nvarchar(10) NULL)")
+        try:
+            conn = reader._conn("Inventory")
+            registry._load(_ActsBetweenQueries(conn, lambda: _run(other, "DROP TABLE dbo.Doomed")))
+            doomed = [o for o in registry._by_id.values() if o.name == "Doomed"]
+            assert [[c.name for c in o.columns] for o in doomed] == [["Id", "Name"]]
+        finally:
+            collect(other.execute_batch("DROP TABLE dbo.Doomed"))  # 3701 when the load dropped it
