@@ -62,6 +62,14 @@ def _props(pg_db: Any, tmp_path: Path, slot: str, **extra: str) -> dict[str, str
         "notification.sink.topic.name": NOTIFICATIONS, **extra})
 
 
+def _tables(pg_db: Any, rows: int) -> None:
+    """The signal table, and `items` with `rows` rows."""
+    pg_db.execute("CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, "
+                  "data varchar(2048))")
+    pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, v text, n int)")
+    pg_db.execute("INSERT INTO items SELECT g, 'row ' || g, g FROM generate_series(1, %s) g", (rows,))
+
+
 def _current(spark: Any, capture: DeltaCapture) -> dict[int, tuple[Any, ...]]:
     path = capture.sink.table_path(capture.topic)
     return {r["id"]: (r["v"], r["n"]) for r in spark.read.format("delta").load(path).collect()}
@@ -120,10 +128,7 @@ def _completed(capture: DeltaCapture) -> bool:
 
 @pytest.mark.timeout(600)
 def test_an_incremental_snapshot_with_concurrent_changes_and_a_restart_ends_in_the_table(spark, pg_db, tmp_path):
-    pg_db.execute("CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, "
-                  "data varchar(2048))")
-    pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, v text, n int)")
-    pg_db.execute(f"INSERT INTO items SELECT g, 'row ' || g, g FROM generate_series(1, {ROWS}) g")
+    _tables(pg_db, ROWS)
     # small batches and read-ahead: the snapshot spans several batches, so the query stops in it (and
     # the driver's stream waits for room in the read-ahead)
     props = _props(pg_db, tmp_path, "hw_spark_inc")
@@ -165,10 +170,7 @@ def test_an_incremental_snapshot_with_concurrent_changes_and_a_restart_ends_in_t
 
 @pytest.mark.timeout(600)
 def test_a_blocking_snapshot_through_the_file_channel_reaches_the_table(spark, pg_db, tmp_path):
-    pg_db.execute("CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, "
-                  "data varchar(2048))")
-    pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, v text, n int)")
-    pg_db.execute("INSERT INTO items SELECT g, 'row ' || g, g FROM generate_series(1, 500) g")
+    _tables(pg_db, 500)
     signals = tmp_path / "signals.txt"
     props = _props(pg_db, tmp_path, "hw_spark_blk", **{"signal.enabled.channels": "source,file",
                                                       "signal.file": str(signals), "signal.poll.interval.ms": "100"})
@@ -198,10 +200,7 @@ def test_a_blocking_snapshot_spans_batches_and_a_restart_inside_it_reads_it_agai
     runs again), so batches end inside it; the query stopped there reads it again when it starts
     from its checkpoint, and the table ends equal to the source."""
     rows = 3000
-    pg_db.execute("CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, "
-                  "data varchar(2048))")
-    pg_db.execute("CREATE TABLE items (id int PRIMARY KEY, v text, n int)")
-    pg_db.execute(f"INSERT INTO items SELECT g, 'row ' || g, g FROM generate_series(1, {rows}) g")
+    _tables(pg_db, rows)
     props = _props(pg_db, tmp_path, "hw_spark_blk_restart")
     small = {**props, "maxRowsPerBatch": "200", "readAheadMessages": "200"}
     lake, checkpoint = tmp_path / "lake", tmp_path / "checkpoint"
