@@ -336,6 +336,15 @@ def test_a_blocking_snapshot_a_stop_interrupted_is_read_again_at_the_restart() -
     assert _reads(_data(third.records)) == []
 
 
+def test_a_corrupt_blocking_snapshot_request_in_the_offset_is_a_clear_error() -> None:
+    from headwater.engine.connector import ConnectorError
+    from headwater.engine.signals.blocking import BLOCKING_KEY, unfinished_blocking
+
+    for bad in ("{", '{"kind": "blocking"}', 5):
+        with pytest.raises(ConnectorError, match="'headwater_blocking' is not a blocking snapshot request"):
+            unfinished_blocking({"pos": 3, BLOCKING_KEY: bad})
+
+
 def test_signals_through_the_in_process_channel_and_a_file(tmp_path: Any) -> None:
     db = _db(150)
     signal_file = tmp_path / "signals.txt"

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from headwater.engine.connector import ConnectorError
 from headwater.engine.records import OffsetMarker
 from headwater.engine.signals.actions import SnapshotRequest
 from headwater.engine.signals.incremental import expand
@@ -36,7 +37,11 @@ def unfinished_blocking(offset: dict[str, Any] | None) -> tuple[SnapshotRequest 
     if not offset or BLOCKING_KEY not in offset:
         return None, offset
     rest = {k: v for k, v in offset.items() if k != BLOCKING_KEY}
-    return SnapshotRequest.from_text(offset[BLOCKING_KEY]), rest
+    try:
+        return SnapshotRequest.from_text(offset[BLOCKING_KEY]), rest
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ConnectorError(f"the stored offset's {BLOCKING_KEY!r} is not a blocking snapshot request "
+                             f"({type(exc).__name__}: {exc}): {offset[BLOCKING_KEY]!r}") from None
 
 
 class _BlockingConfig:
