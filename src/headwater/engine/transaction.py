@@ -42,7 +42,13 @@ def load_open_transaction(offset: dict[str, Any]) -> tuple[Any, dict[str, int]] 
     tx_id = offset.get(OFFSET_TRANSACTION_ID)
     if tx_id is None:
         return None
-    return tx_id, {k[len(OFFSET_ORDER_PREFIX):]: int(v) for k, v in offset.items() if k.startswith(OFFSET_ORDER_PREFIX)}
+    counts: dict[str, int] = {}
+    for key, value in offset.items():
+        if key.startswith(OFFSET_ORDER_PREFIX):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"offset field {key!r} must be a non-negative event count, got {value!r}")
+            counts[key[len(OFFSET_ORDER_PREFIX):]] = value
+    return tx_id, counts
 
 
 def java_string_hash(text: str) -> int:
