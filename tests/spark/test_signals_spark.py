@@ -70,6 +70,12 @@ def _tables(pg_db: Any, rows: int) -> None:
     pg_db.execute("INSERT INTO items SELECT g, 'row ' || g, g FROM generate_series(1, %s) g", (rows,))
 
 
+def _execute_snapshot(pg_db: Any, signal_id: str, kind: str) -> None:
+    """An execute-snapshot row of `items` in the signal table."""
+    data = json.dumps({"data-collections": ["public.items"], "type": kind})
+    pg_db.execute("INSERT INTO debezium_signal VALUES (%s, 'execute-snapshot', %s)", (signal_id, data))
+
+
 def _current(spark: Any, capture: DeltaCapture) -> dict[int, tuple[Any, ...]]:
     path = capture.sink.table_path(capture.topic)
     return {r["id"]: (r["v"], r["n"]) for r in spark.read.format("delta").load(path).collect()}
@@ -139,8 +145,7 @@ def test_an_incremental_snapshot_with_concurrent_changes_and_a_restart_ends_in_t
     try:
         wait_first_batch(capture.query)
         with Churn(pg_db, 22, ROWS + 1) as churn:
-            pg_db.execute("INSERT INTO debezium_signal VALUES ('inc-1', 'execute-snapshot', "
-                          "'{\"data-collections\": [\"public.items\"], \"type\": \"incremental\"}')")
+            _execute_snapshot(pg_db, "inc-1", "incremental")
             capture.wait_for(lambda rows: sum(r.op == "r" for r in rows) > 2 * CHUNK, timeout=300)
     finally:
         capture.stop()
@@ -207,8 +212,7 @@ def test_a_blocking_snapshot_spans_batches_and_a_restart_inside_it_reads_it_agai
     capture = DeltaCapture(spark, small, checkpoint, lake, ITEMS).start()
     try:
         wait_first_batch(capture.query)
-        pg_db.execute("INSERT INTO debezium_signal VALUES ('blk-1', 'execute-snapshot', "
-                      "'{\"data-collections\": [\"public.items\"], \"type\": \"blocking\"}')")
+        _execute_snapshot(pg_db, "blk-1", "blocking")
         # (a blocking snapshot hands its rows over 512 at a time)
         capture.wait_for(lambda got: sum(r.op == "r" for r in got) >= 1000, timeout=300)
     finally:

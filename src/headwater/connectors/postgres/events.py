@@ -262,7 +262,8 @@ class ChangeEventBuilder:
         self._msgs_done = 0
         self._last_offset: dict[str, Any] | None = None
         # provide.transaction.metadata: the open transaction's id and its events per collection
-        # before the message being built, which its offsets store (Debezium's TransactionContext)
+        # before the message being built (set at BEGIN, then after each data message), which its
+        # offsets store (Debezium's TransactionContext)
         self._tx_id_stored: Any = None
         self._tx_counts: dict[str, int] | None = None
         self._source_key: tuple[Any, ...] | None = None
@@ -348,14 +349,15 @@ class ChangeEventBuilder:
         done = self.position.tx_msgs
         self._msgs_done = done - 1
         self._last_offset = None
-        if self._tx_counts is not None:
-            self._tx_counts = self.dispatcher.open_transaction() or {}
         build()
+        if self._tx_counts is not None:
+            # only a data message's events move the counts: after it is before the next one
+            self._tx_counts = self.dispatcher.open_transaction() or {}
         last = self._last_offset
         if last is not None and "tx_msgs" in last:
             last["tx_msgs"] = done
             if self._tx_counts is not None:
-                store_open_transaction(last, self._tx_id_stored, self.dispatcher.open_transaction() or {})
+                store_open_transaction(last, self._tx_id_stored, self._tx_counts)
         self._msgs_done = done
 
     def _tx_id(self, lsn: int) -> str:

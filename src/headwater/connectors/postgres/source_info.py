@@ -7,7 +7,7 @@ from typing import Any
 
 from headwater import __version__
 from headwater.engine.registry import DerivedRowField
-from headwater.engine.transaction import load_open_transaction
+from headwater.engine.transaction import load_open_transaction, store_open_transaction
 from headwater.model.envelope import COMMON_SOURCE_FIELDS, TRANSACTION_BLOCK_SCHEMA
 from headwater.model.schema import OPTIONAL_BYTES, OPTIONAL_INT64, OPTIONAL_STRING, STRING, struct
 
@@ -145,6 +145,8 @@ class PgOffset:
             d["snapshot"] = True
         if self.snapshot_completed:
             d["snapshot_completed"] = True
+        if self.open_transaction is not None:
+            store_open_transaction(d, *self.open_transaction)
         return d
 
     @classmethod
